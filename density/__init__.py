@@ -1,0 +1,5 @@
+"""density: the SOSREP pre-density estimator and baselines."""
+
+from ._natural_gradient import SOSREPSolution, sosrep_solve
+
+__all__ = ["SOSREPSolution", "sosrep_solve"]

@@ -1,0 +1,3 @@
+"""novelty: scorers that consume Gram matrices, and detectors on series."""
+
+__all__: list[str] = []

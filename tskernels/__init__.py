@@ -1,0 +1,33 @@
+"""tskernels: exact, blockwise Gram matrices of kernels on multivariate time series.
+
+Series are (n, T, d) numpy/torch arrays, or lists of (T_i, d) arrays for unequal lengths.
+Every kernel returns a float64 torch Tensor from ``gram(X, Y=None, *, normalize=False)``.
+"""
+
+from . import _elementary_registry  # noqa: F401  (registers the kernels)
+from . import transforms
+from ._base import DEFAULT_MAX_MEMORY, Kernel, NonFiniteKernelError
+from ._elementary import FlattenedKernel, IntegralKernel
+from ._registry import KernelSpec, kernel_registry, make_kernel, register
+from ._static import RBF, Laplacian, Linear, Polynomial, StaticKernel
+from ._validation import SeriesBatch, as_series_batch
+
+__all__ = [
+    "DEFAULT_MAX_MEMORY",
+    "FlattenedKernel",
+    "IntegralKernel",
+    "Kernel",
+    "KernelSpec",
+    "Laplacian",
+    "Linear",
+    "NonFiniteKernelError",
+    "Polynomial",
+    "RBF",
+    "SeriesBatch",
+    "StaticKernel",
+    "as_series_batch",
+    "kernel_registry",
+    "make_kernel",
+    "register",
+    "transforms",
+]

@@ -1,0 +1,164 @@
+r"""Time-series kernels built directly on a static kernel: flattened and integral.
+
+Both are computed with batched matrix products over whole blocks of series (no loop over
+pairs of series).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._base import Kernel
+from ._static import RBF, StaticKernel
+from ._validation import SeriesBatch
+
+__all__ = ["FlattenedKernel", "IntegralKernel", "resample_linear"]
+
+
+def _check_static(static) -> None:
+    if not isinstance(static, StaticKernel):
+        raise TypeError(
+            f"`static` must be a StaticKernel (Linear, RBF, Polynomial, Laplacian), got {static!r}"
+        )
+
+
+class FlattenedKernel(Kernel):
+    r"""Static kernel on the flattened series: :math:`K(x, y) = k(\mathrm{vec}(x), \mathrm{vec}(y))`
+    with :math:`\mathrm{vec}(x) \in \mathbb{R}^{Td}`. Equal lengths only.
+
+    >>> import numpy as np
+    >>> from tskernels import FlattenedKernel, Linear
+    >>> X = np.ones((2, 3, 2))
+    >>> FlattenedKernel(Linear()).gram(X).tolist()
+    [[6.0, 6.0], [6.0, 6.0]]
+    """
+
+    def __init__(
+        self,
+        static: StaticKernel | None = None,
+        *,
+        device=None,
+        dtype=None,
+        max_memory=None,
+        block_size=None,
+    ):
+        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        self.static = static
+
+    @property
+    def _static(self) -> StaticKernel:
+        static = RBF() if self.static is None else self.static
+        _check_static(static)
+        return static
+
+    def _pair_bytes(self, X, Y):
+        return 4 * self._itemsize
+
+    def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
+        if X.length != Y.length:
+            raise ValueError(
+                f"FlattenedKernel needs equal lengths in X and Y, got T={X.length} and T={Y.length}"
+            )
+        return self._static.cross(X.values.reshape(X.n, -1), Y.values.reshape(Y.n, -1))
+
+    def _diag(self, X: SeriesBatch) -> torch.Tensor:
+        return self._static.self_values(X.values.reshape(X.n, -1))
+
+
+def resample_linear(batch: SeriesBatch, length: int) -> torch.Tensor:
+    """Each series linearly interpolated at ``length`` equispaced points of [0, 1].
+
+    Series i is read as the piecewise-linear function through its ``lengths[i]`` samples
+    placed at equispaced times of [0, 1]. Returns Tensor (n, length, d).
+    """
+    v, L = batch.values, batch.lengths.to(batch.values.dtype)
+    grid = torch.linspace(0.0, 1.0, length, dtype=v.dtype, device=v.device)
+    pos = grid[None, :] * (L[:, None] - 1.0)  # (n, length) fractional index
+    lo = pos.floor().long().clamp_(min=0)
+    hi = torch.minimum(lo + 1, batch.lengths[:, None] - 1)
+    frac = (pos - lo.to(v.dtype))[..., None]
+    d = v.shape[-1]
+    v_lo = torch.gather(v, 1, lo[..., None].expand(-1, -1, d))
+    v_hi = torch.gather(v, 1, hi[..., None].expand(-1, -1, d))
+    return v_lo + frac * (v_hi - v_lo)
+
+
+def _trapezoid_weights(T: int, dtype, device) -> torch.Tensor:
+    if T == 1:
+        return torch.ones(1, dtype=dtype, device=device)
+    w = torch.full((T,), 1.0 / (T - 1), dtype=dtype, device=device)
+    w[0] *= 0.5
+    w[-1] *= 0.5
+    return w
+
+
+class IntegralKernel(Kernel):
+    r"""Integral of the static kernel along time, trapezoid rule on [0, 1]:
+
+    .. math:: K(x, y) = \int_0^1 k(x_t, y_t)\,dt
+              \approx \sum_{t=1}^{T} w_t\, k(x_t, y_t),\quad
+              w = \tfrac{1}{T-1}(\tfrac12, 1, \dots, 1, \tfrac12).
+
+    Unequal lengths: every series is read as the piecewise-linear function through its
+    samples at equispaced times of [0, 1] and resampled, by linear interpolation, on a common
+    grid of ``n_grid`` points (default: the longest series among X and Y, so then a value
+    depends on the longest series present; fix ``n_grid`` for batch-independent values).
+    Equal-length batches are used as they are when ``n_grid`` is None. ``diag`` integrates
+    each series on its own samples.
+    """
+
+    supports_unequal_length = True
+
+    def __init__(
+        self,
+        static: StaticKernel | None = None,
+        *,
+        n_grid: int | None = None,
+        device=None,
+        dtype=None,
+        max_memory=None,
+        block_size=None,
+    ):
+        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        self.static = static
+        self.n_grid = n_grid
+
+    @property
+    def _static(self) -> StaticKernel:
+        static = RBF() if self.static is None else self.static
+        _check_static(static)
+        return static
+
+    def _pair_bytes(self, X, Y):
+        return 3 * max(X.length, Y.length) * self._itemsize
+
+    def _assemble(self, X, Y):
+        # Resample once for the whole call (not per block) when lengths differ.
+        Y_ = X if Y is None else Y
+        T = self.n_grid or max(int(X.lengths.max()), int(Y_.lengths.max()))
+        Xr = self._on_grid(X, T)
+        Yr = None if Y is None else self._on_grid(Y, T)
+        return super()._assemble(Xr, Yr)
+
+    @staticmethod
+    def _on_grid(batch: SeriesBatch, T: int) -> SeriesBatch:
+        if int(batch.lengths.min()) == T and batch.length == T:
+            return batch
+        values = resample_linear(batch, T)
+        return SeriesBatch(values, torch.full_like(batch.lengths, T))
+
+    def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
+        w = _trapezoid_weights(X.length, X.values.dtype, X.values.device)
+        per_step = self._static.cross(X.values.transpose(0, 1), Y.values.transpose(0, 1))
+        return torch.einsum("t,tnm->nm", w, per_step)
+
+    def _diag(self, X: SeriesBatch) -> torch.Tensor:
+        if self.n_grid is not None:
+            X = self._on_grid(X, int(self.n_grid))
+        v = self._static.self_values(X.values)  # (n, T)
+        L = X.lengths[:, None].to(v.dtype)
+        t = torch.arange(X.length, device=v.device)[None, :]
+        w = torch.where(t < X.lengths[:, None], 1.0 / (L - 1).clamp_min(1), 0.0)
+        ends = (t == 0) | (t == X.lengths[:, None] - 1)
+        w = torch.where(ends & (L > 1), 0.5 * w, w)
+        return (v * w).sum(-1)

@@ -1,0 +1,190 @@
+"""Pre-processing of the reference protocol (section 3), fitted on the normal corpus.
+
+1. average pooling in time with window ``1 + (T - 1) // max_length`` when T > max_length
+   (non-overlapping windows; a trailing partial window is dropped, so 206 -> 68 at 100);
+2. z-scoring with the corpus mean and standard deviation per (time step, channel),
+   ``(x - mean) / (std + eps)``; per channel when the corpus has unequal lengths;
+3. clipping to [-clip, clip];
+4. a zero basepoint prepended;
+5. optionally a time channel ``linspace(0, 1, T)`` appended.
+
+Inputs and outputs: float64 numpy arrays (n, T, d), or lists of (T_i, d) arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = [
+    "pooling_window",
+    "average_pool",
+    "clip",
+    "add_basepoint",
+    "add_time_channel",
+    "ZScore",
+    "Preprocessor",
+]
+
+
+def _as_series(X, name: str = "X") -> tuple[np.ndarray | list[np.ndarray], bool]:
+    """(array (n, T, d), True) or (list of (T_i, d), False); validates shapes and values."""
+    if hasattr(X, "detach"):
+        X = X.detach().cpu().numpy()
+    if isinstance(X, (list, tuple)):
+        if len(X) == 0:
+            raise ValueError(f"`{name}` is empty: need at least one series")
+        out = []
+        for i, x in enumerate(X):
+            x = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=float)
+            if x.ndim != 2 or x.shape[0] == 0:
+                raise ValueError(f"`{name}[{i}]` must be a non-empty 2-D array (T_i, d)")
+            if not np.isfinite(x).all():
+                raise ValueError(f"`{name}[{i}]` contains NaN or infinite values")
+            out.append(x)
+        if len({x.shape[1] for x in out}) > 1:
+            raise ValueError(f"series in `{name}` have different channel counts")
+        return out, False
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 3:
+        raise ValueError(f"`{name}` must be a 3-D array (n, T, d), got ndim={X.ndim}")
+    if X.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty: need at least one series")
+    if not np.isfinite(X).all():
+        raise ValueError(f"`{name}` contains NaN or infinite values")
+    return X, True
+
+
+def _map(X, fn):
+    X, equal = _as_series(X)
+    if equal:
+        return fn(X)
+    return [fn(x[None])[0] for x in X]
+
+
+def pooling_window(length: int, max_length: int = 100) -> int:
+    """Window ``1 + (length - 1) // max_length`` (1, i.e. no pooling, when length <= max_length)."""
+    if max_length < 1:
+        raise ValueError(f"`max_length` must be a positive integer, got {max_length}")
+    return 1 + (int(length) - 1) // int(max_length)
+
+
+def average_pool(X, window: int):
+    """Means over non-overlapping windows of ``window`` steps; a trailing partial window is
+    dropped (a series shorter than the window becomes its mean, one step)."""
+    if window < 1:
+        raise ValueError(f"`window` must be a positive integer, got {window}")
+
+    def pool(a: np.ndarray) -> np.ndarray:
+        n, T, d = a.shape
+        if window == 1:
+            return a.copy()
+        k = T // window
+        if k == 0:
+            return a.mean(axis=1, keepdims=True)
+        return a[:, : k * window].reshape(n, k, window, d).mean(axis=2)
+
+    return _map(X, pool)
+
+
+def clip(X, bound: float = 5.0):
+    """Clip every value to [-bound, bound]."""
+    return _map(X, lambda a: np.clip(a, -bound, bound))
+
+
+def add_basepoint(X):
+    """Prepend a zero vector to every series: (n, T, d) -> (n, T + 1, d)."""
+    return _map(X, lambda a: np.concatenate([np.zeros_like(a[:, :1]), a], axis=1))
+
+
+def add_time_channel(X):
+    """Append the channel linspace(0, 1, T): (n, T, d) -> (n, T, d + 1)."""
+
+    def add(a: np.ndarray) -> np.ndarray:
+        n, T, _ = a.shape
+        t = np.broadcast_to(np.linspace(0.0, 1.0, T)[None, :, None], (n, T, 1))
+        return np.concatenate([a, t], axis=2)
+
+    return _map(X, add)
+
+
+class ZScore(BaseEstimator, TransformerMixin):
+    """z-score with corpus statistics: per (time step, channel) for equal lengths, per
+    channel for unequal lengths; ``(x - mean) / (std + eps)``."""
+
+    def __init__(self, eps: float = 1e-4):
+        self.eps = eps
+
+    def fit(self, X, y=None):
+        X, equal = _as_series(X)
+        if equal:
+            self.mean_, self.std_ = X.mean(axis=0), X.std(axis=0)
+        else:
+            stacked = np.concatenate(X, axis=0)
+            self.mean_, self.std_ = stacked.mean(axis=0), stacked.std(axis=0)
+        self.per_step_ = equal
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "mean_")
+        X, equal = _as_series(X)
+        d = self.mean_.shape[-1]
+        if (X.shape[2] if equal else X[0].shape[1]) != d:
+            got = X.shape[2] if equal else X[0].shape[1]
+            raise ValueError(f"channel mismatch: fitted on d={d} channels, got d={got}")
+        if self.per_step_:
+            if not equal or X.shape[1] != self.mean_.shape[0]:
+                raise ValueError(
+                    f"fitted per time step on T={self.mean_.shape[0]}; transform needs "
+                    "series of that same length"
+                )
+            return (X - self.mean_) / (self.std_ + self.eps)
+        scale = self.std_ + self.eps
+        if equal:
+            return (X - self.mean_) / scale
+        return [(x - self.mean_) / scale for x in X]
+
+
+class Preprocessor(BaseEstimator, TransformerMixin):
+    """The protocol's pre-processing: pool, z-score (fitted on the corpus), clip, basepoint,
+    time channel. ``fit`` on the normal corpus, ``transform`` any batch.
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(5, 206, 3))
+    >>> Preprocessor().fit_transform(X).shape  # pooled 206 -> 68, + basepoint
+    (5, 69, 3)
+    """
+
+    def __init__(
+        self,
+        max_length: int = 100,
+        clip: float | None = 5.0,
+        eps: float = 1e-4,
+        basepoint: bool = True,
+        time_channel: bool = False,
+    ):
+        self.max_length = max_length
+        self.clip = clip
+        self.eps = eps
+        self.basepoint = basepoint
+        self.time_channel = time_channel
+
+    def fit(self, X, y=None):
+        X, equal = _as_series(X)
+        longest = X.shape[1] if equal else max(x.shape[0] for x in X)
+        self.window_ = pooling_window(longest, self.max_length)
+        self.zscore_ = ZScore(self.eps).fit(average_pool(X, self.window_))
+        self.n_channels_ = X.shape[2] if equal else X[0].shape[1]
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "window_")
+        X = self.zscore_.transform(average_pool(X, self.window_))
+        if self.clip is not None:
+            X = clip(X, self.clip)
+        if self.basepoint:
+            X = add_basepoint(X)
+        if self.time_channel:
+            X = add_time_channel(X)
+        return X
