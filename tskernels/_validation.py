@@ -165,9 +165,7 @@ def as_series_batch(
             _check_finite(t, f"{name}[{i}]")
         lengths = torch.tensor([t.shape[0] for t in items], dtype=torch.long, device=device)
         T = int(lengths.max())
-        values = torch.stack(
-            [torch.cat([t, t[-1:].expand(T - t.shape[0], -1)]) for t in items]
-        )
+        values = torch.stack([torch.cat([t, t[-1:].expand(T - t.shape[0], -1)]) for t in items])
         return SeriesBatch(values.contiguous(), lengths)
     t = _to_tensor(X, name, dtype, device)
     if t.ndim != 3:

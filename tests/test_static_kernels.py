@@ -1,0 +1,77 @@
+"""Static, flattened and integral kernels against closed forms and explicit loops."""
+
+import numpy as np
+import pytest
+import torch
+
+from tskernels import RBF, FlattenedKernel, IntegralKernel, Laplacian, Linear, Polynomial
+
+rng = np.random.default_rng(0)
+P, Q = rng.normal(size=(6, 4)), rng.normal(size=(5, 4))
+
+
+def _loop(f, A, B):
+    return np.array([[f(a, b) for b in B] for a in A])
+
+
+@pytest.mark.parametrize(
+    "kernel, f",
+    [
+        (Linear(2.0), lambda a, b: 2.0 * a @ b),
+        (RBF(1.5), lambda a, b: np.exp(-np.sum((a - b) ** 2) / (2 * 1.5**2))),
+        (Polynomial(3, 0.5, 0.2), lambda a, b: (0.2 * a @ b + 0.5) ** 3),
+        (Laplacian(0.7), lambda a, b: np.exp(-np.linalg.norm(a - b) / 0.7)),
+    ],
+)
+def test_static_closed_forms(kernel, f):
+    np.testing.assert_allclose(kernel.gram(P, Q).numpy(), _loop(f, P, Q), rtol=1e-12)
+    K = kernel.gram(P)
+    assert torch.equal(K, K.T)
+    np.testing.assert_allclose(
+        kernel.self_values(torch.from_numpy(P)).numpy(), [f(a, a) for a in P], rtol=1e-12
+    )
+
+
+def test_static_parameter_errors():
+    with pytest.raises(ValueError, match="`sigma` must be a positive float, got -1.0"):
+        RBF(-1.0)
+    with pytest.raises(ValueError, match="degree"):
+        Polynomial(0)
+    with pytest.raises(ValueError, match="2-D"):
+        RBF().gram(np.zeros((2, 3, 4)))
+
+
+def test_flattened_equals_static_on_vectors():
+    X, Y = rng.normal(size=(4, 5, 3)), rng.normal(size=(3, 5, 3))
+    k = FlattenedKernel(RBF(2.0))
+    expected = RBF(2.0).gram(X.reshape(4, -1), Y.reshape(3, -1))
+    torch.testing.assert_close(k.gram(X, Y), expected)
+
+
+def test_integral_trapezoid_closed_form():
+    X, Y = rng.normal(size=(4, 6, 2)), rng.normal(size=(3, 6, 2))
+    w = np.full(6, 1 / 5)
+    w[[0, -1]] /= 2
+    for static, f in [
+        (Polynomial(2, 1.0, 0.5), lambda a, b: (0.5 * a @ b + 1) ** 2),
+        (RBF(0.8), lambda a, b: np.exp(-np.sum((a - b) ** 2) / (2 * 0.64))),
+    ]:
+        expected = _loop(lambda x, y, f=f: sum(w[t] * f(x[t], y[t]) for t in range(6)), X, Y)
+        np.testing.assert_allclose(IntegralKernel(static).gram(X, Y).numpy(), expected, rtol=1e-12)
+
+
+def test_integral_linear_interpolation_for_unequal_lengths():
+    # a straight line sampled at 3 or at 5 points is the same function on [0, 1]
+    line3 = np.linspace(0, 1, 3)[:, None] * np.array([[1.0, -2.0]])
+    line5 = np.linspace(0, 1, 5)[:, None] * np.array([[1.0, -2.0]])
+    k = IntegralKernel(Linear())
+    K = k.gram([line3, line5])
+    torch.testing.assert_close(K[0, 0], K[1, 1])
+    torch.testing.assert_close(K[0, 1], K[1, 1])
+    torch.testing.assert_close(k.diag([line5]), K[1, 1:2])
+    # with a fixed grid the value no longer depends on the rest of the batch
+    kg = IntegralKernel(RBF(), n_grid=11)
+    long = rng.normal(size=(29, 2))
+    a = kg.gram([line3], [line5])
+    b = kg.gram([line3, long], [line5])[0:1]
+    torch.testing.assert_close(a, b)

@@ -1,0 +1,98 @@
+import numpy as np
+import pytest
+
+from tskernels.transforms import (
+    Preprocessor,
+    ZScore,
+    add_basepoint,
+    add_time_channel,
+    average_pool,
+    clip,
+    pooling_window,
+)
+
+
+def test_pooling_window():
+    assert pooling_window(100) == 1
+    assert pooling_window(101) == 2
+    assert pooling_window(206) == 3
+    assert pooling_window(2500) == 25
+
+
+def test_average_pool_hand_computed():
+    X = np.arange(14, dtype=float).reshape(1, 7, 2)  # x_t = (2t, 2t+1)
+    out = average_pool(X, 3)  # windows {0,1,2}, {3,4,5}; step 6 dropped
+    np.testing.assert_allclose(out[0], [[2.0, 3.0], [8.0, 9.0]])
+
+
+def test_epilepsy_pools_206_to_68(uea_dir):
+    from experiments.data import load_uea
+
+    X, _ = load_uea("Epilepsy", data_dir=uea_dir)
+    out = Preprocessor(basepoint=False).fit_transform(X)
+    assert out.shape == (137, 68, 3)
+    np.testing.assert_allclose(
+        Preprocessor(basepoint=False, clip=None).fit(X).zscore_.mean_.shape, (68, 3)
+    )
+
+
+def test_zscore_per_step_and_channel():
+    X = np.array([[[1.0, 10.0], [2.0, 0.0]], [[3.0, 20.0], [6.0, 0.0]]])  # (2, 2, 2)
+    z = ZScore(eps=1e-4).fit(X)
+    np.testing.assert_allclose(z.mean_, [[2.0, 15.0], [4.0, 0.0]])
+    np.testing.assert_allclose(z.std_, [[1.0, 5.0], [2.0, 0.0]])
+    out = z.transform(X)
+    np.testing.assert_allclose(out[0, 0], [-1 / 1.0001, -5 / 5.0001])
+    np.testing.assert_allclose(out[:, 1, 1], [0.0, 0.0])  # constant: no division by zero
+
+
+def test_zscore_per_channel_for_unequal_lengths():
+    X = [np.array([[0.0], [2.0]]), np.array([[4.0], [6.0], [8.0]])]
+    z = ZScore(eps=0.0).fit(X)
+    np.testing.assert_allclose(z.mean_, [4.0])
+    np.testing.assert_allclose(z.std_, [np.sqrt(8.0)])
+    out = z.transform(X)
+    np.testing.assert_allclose(out[0][:, 0], [-4 / np.sqrt(8), -2 / np.sqrt(8)])
+
+
+def test_clip_basepoint_time_channel():
+    X = np.array([[[-7.0], [3.0], [9.0]]])
+    np.testing.assert_allclose(clip(X, 5.0)[0, :, 0], [-5.0, 3.0, 5.0])
+    b = add_basepoint(X)
+    assert b.shape == (1, 4, 1) and b[0, 0, 0] == 0.0 and b[0, 1, 0] == -7.0
+    t = add_time_channel(X)
+    np.testing.assert_allclose(t[0, :, 1], [0.0, 0.5, 1.0])
+    lst = add_time_channel([np.zeros((2, 1)), np.zeros((5, 1))])
+    np.testing.assert_allclose(lst[1][:, 1], np.linspace(0, 1, 5))
+
+
+def test_preprocessor_fits_on_corpus_only():
+    rng = np.random.default_rng(0)
+    corpus = rng.normal(3.0, 2.0, size=(50, 10, 2))
+    other = rng.normal(0.0, 1.0, size=(5, 10, 2))
+    pre = Preprocessor(time_channel=True).fit(corpus)
+    out = pre.transform(other)
+    assert out.shape == (5, 11, 3)
+    expected = np.clip((other - corpus.mean(0)) / (corpus.std(0) + 1e-4), -5, 5)
+    np.testing.assert_allclose(out[:, 1:, :2], expected)
+    np.testing.assert_allclose(out[:, 0, :2], 0.0)
+    np.testing.assert_allclose(out[0, :, 2], np.linspace(0, 1, 11))
+
+
+def test_preprocessor_unequal_lengths():
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(L, 3)) for L in (7, 12, 29)]
+    out = Preprocessor().fit_transform(X)
+    assert [o.shape for o in out] == [(8, 3), (13, 3), (30, 3)]
+
+
+def test_preprocessor_errors():
+    pre = Preprocessor().fit(np.zeros((3, 5, 2)))
+    with pytest.raises(ValueError, match="channel mismatch"):
+        pre.transform(np.zeros((3, 5, 3)))
+    with pytest.raises(ValueError, match="same length"):
+        pre.transform(np.zeros((3, 6, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        Preprocessor().fit(np.full((3, 5, 2), np.nan))
+    with pytest.raises(ValueError, match="3-D"):
+        Preprocessor().fit(np.zeros((3, 5)))
