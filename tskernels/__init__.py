@@ -4,8 +4,10 @@ Series are (n, T, d) numpy/torch arrays, or lists of (T_i, d) arrays for unequal
 Every kernel returns a float64 torch Tensor from ``gram(X, Y=None, *, normalize=False)``.
 """
 
-from . import _elementary_registry  # noqa: F401  (registers the kernels)
-from . import transforms
+from . import (
+    _elementary_registry,  # noqa: F401  (registers the kernels)
+    transforms,
+)
 from ._base import DEFAULT_MAX_MEMORY, Kernel, NonFiniteKernelError
 from ._elementary import FlattenedKernel, IntegralKernel
 from ._registry import KernelSpec, kernel_registry, make_kernel, register
