@@ -1,3 +1,5 @@
 """novelty: scorers that consume Gram matrices, and detectors on series."""
 
-__all__: list[str] = []
+from ._variance_norm import VarianceNorm
+
+__all__ = ["VarianceNorm"]

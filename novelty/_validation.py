@@ -1,0 +1,127 @@
+"""Input checks shared by the novelty scorers: Gram matrices and their parameters.
+
+Corpus Grams must be square, finite, symmetric (to a relative tolerance) and hold at least
+two points; cross Grams (test x corpus) must match the corpus size. numpy or torch in,
+float64 torch out (on the input's device for torch inputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+
+__all__ = [
+    "as_gram",
+    "check_corpus_gram",
+    "check_cross_gram",
+    "check_test_diag",
+    "check_alphas",
+    "check_positive",
+    "check_int",
+]
+
+#: Relative asymmetry max|K - K^T| / max|K| tolerated (and then symmetrised away).
+SYMMETRY_RTOL = 1e-8
+#: Relative negative eigenvalue -lambda_min / lambda_max tolerated as rounding.
+PSD_RTOL = 1e-6
+
+
+def as_gram(K, name: str, device: torch.device | None = None) -> torch.Tensor:
+    """A float64 torch tensor from a numpy array or torch tensor; checks it is real and finite."""
+    if isinstance(K, torch.Tensor):
+        t = K.detach()
+    else:
+        arr = np.asarray(K)
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)):
+            raise TypeError(f"`{name}` must be a numeric array, got dtype {arr.dtype}")
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    if t.is_complex():
+        raise TypeError(f"`{name}` must be real-valued, got {t.dtype}")
+    t = t.to(dtype=torch.float64, device=device if device is not None else t.device)
+    bad = ~torch.isfinite(t)
+    if bool(bad.any()):
+        idx = tuple(int(i) for i in torch.nonzero(bad)[0].tolist())
+        raise ValueError(
+            f"`{name}` contains NaN or infinite entries ({int(bad.sum())} of {t.numel()}, first "
+            f"at {idx}); the kernel diverged or the data hold NaN: fix the kernel parameters or "
+            "the data, the scorers never replace such entries"
+        )
+    return t
+
+
+def check_corpus_gram(K, name: str = "K", min_points: int = 2) -> torch.Tensor:
+    """Square, symmetric, finite corpus Gram with at least ``min_points`` points."""
+    t = as_gram(K, name)
+    if t.ndim != 2 or t.shape[0] != t.shape[1]:
+        raise ValueError(
+            f"`{name}` must be a square (N, N) Gram matrix, got shape {tuple(t.shape)}"
+        )
+    N = t.shape[0]
+    if N == 0:
+        raise ValueError(f"`{name}` is empty: the corpus needs at least {min_points} points")
+    if N < min_points:
+        raise ValueError(
+            f"`{name}` holds a single corpus point (shape {tuple(t.shape)}); a novelty scorer "
+            f"needs at least {min_points} corpus points"
+        )
+    scale = float(t.abs().max())
+    asym = float((t - t.T).abs().max())
+    if asym > SYMMETRY_RTOL * max(scale, 1e-300):
+        raise ValueError(
+            f"`{name}` is not symmetric: max |K - K^T| = {asym:.3g} (max |K| = {scale:.3g}); "
+            "pass the Gram of the corpus with itself, k(x_i, x_j)"
+        )
+    return 0.5 * (t + t.T)
+
+
+def check_cross_gram(K, n_corpus: int, name: str, device: torch.device) -> torch.Tensor:
+    """Test-by-corpus Gram (n_test, N)."""
+    t = as_gram(K, name, device)
+    if t.ndim != 2:
+        hint = " (reshape a single test point to (1, N))" if t.ndim == 1 else ""
+        raise ValueError(
+            f"`{name}` must be a 2-D (n_test, N) matrix of k(test, corpus), got shape "
+            f"{tuple(t.shape)}{hint}"
+        )
+    if t.shape[1] != n_corpus:
+        raise ValueError(
+            f"`{name}` has {t.shape[1]} columns but the scorer was fitted on a corpus of "
+            f"N={n_corpus} points; pass k(test, corpus) of shape (n_test, {n_corpus})"
+        )
+    return t
+
+
+def check_test_diag(k_diag, n_test: int, name: str, device: torch.device) -> torch.Tensor:
+    t = as_gram(k_diag, name, device).reshape(-1)
+    if t.shape[0] != n_test:
+        raise ValueError(
+            f"`{name}` must hold one k(x, x) per test point ({n_test}), got {t.shape[0]}"
+        )
+    return t
+
+
+def check_positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
+    return float(value)
+
+
+def check_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_alphas(alpha) -> tuple[list[float], bool]:
+    """(alphas, is_scalar): a positive float or a non-empty sequence of them."""
+    if isinstance(alpha, (Sequence, np.ndarray, torch.Tensor)) and not isinstance(alpha, str):
+        values = [a.item() if hasattr(a, "item") else a for a in list(alpha)]
+        if len(values) == 0:
+            raise ValueError("`alpha` is an empty sequence: give at least one positive float")
+        return [check_positive(a, "alpha") for a in values], False
+    return [check_positive(alpha, "alpha")], True

@@ -1,0 +1,216 @@
+r"""Variance-norm scorers: the kernelised Mahalanobis distance and the conformance score.
+
+With corpus Gram :math:`B` (N x N), column means :math:`a_i`, grand mean :math:`b`, the centred
+scaled Gram :math:`A_{ij} = (B_{ij} - a_i - a_j + b)/N = U \operatorname{diag}(s) U^\top`
+(descending; keep the top M components with :math:`s_m >` ``threshold``, M <= ``max_rank``),
+a point with kernel row :math:`k_i = k(y, x_i)` projects to
+
+.. math:: p_m(y) = \sum_i U_{im} (k_i - \bar k) / \sqrt{N s_m},
+
+the corpus to :math:`E_{nm} = p_m(x_n)` with mean :math:`c_m`. With weights
+:math:`w_m = s_m / (s_m + \alpha)^2` (Tikhonov),
+
+.. math::
+    \mathrm{mahalanobis}(y) = \Bigl(\sum_{m \le r} w_m (p_m - c_m)^2\Bigr)^{1/2},\qquad
+    \mathrm{conformance}(y) = \Bigl(\min_n \sum_{m \le r} w_m (p_m - E_{nm})^2\Bigr)^{1/2}.
+
+Cumulative sums over m give every rank r = 1..M from one pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ._validation import PSD_RTOL, check_alphas, check_corpus_gram, check_cross_gram, check_int
+from ._variance_norm_numba import conformance_sq_all_ranks
+
+__all__ = ["VarianceNorm"]
+
+#: Bytes of the (chunk, M, N) working tensor of the conformance minimum.
+_CONFORMANCE_CHUNK_BYTES = 32 * 2**20
+
+
+class VarianceNorm:
+    r"""Kernelised Mahalanobis and conformance scores (distances: higher = more novel).
+
+    Parameters
+    ----------
+    threshold : float, default 1e-10
+        Keep eigen-components of the centred, scaled Gram with eigenvalue ``s_m > threshold``.
+    max_rank : int, default 50
+        At most this many components (the largest) are kept.
+
+    Attributes (after ``fit``)
+    --------------------------
+    n_corpus_ : int, N.
+    n_components_ : int, M, components kept.
+    eigenvalues_ : Tensor (M,), the kept ``s_m`` (descending).
+    spectrum_ : Tensor (N,), every eigenvalue of the centred, scaled Gram (descending).
+    projection_ : Tensor (N, M), ``U_im / sqrt(N s_m)``.
+    corpus_projections_ : Tensor (N, M), ``E_nm``; ``corpus_mean_`` Tensor (M,), ``c_m``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X = torch.randn(20, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    >>> vn = VarianceNorm().fit(X @ X.T)
+    >>> vn.n_components_
+    3
+    >>> float(vn.conformance(X[:2] @ X.T, 1e-8).max()) < 1e-6
+    True
+    """
+
+    def __init__(self, threshold: float = 1e-10, max_rank: int | None = 50):
+        self.threshold = threshold
+        self.max_rank = max_rank
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, K_corpus) -> VarianceNorm:
+        """Centre the corpus Gram (N, N), eigendecompose it and project the corpus."""
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)):
+            raise ValueError(f"`threshold` must be a non-negative float, got {self.threshold!r}")
+        if not self.threshold >= 0:
+            raise ValueError(f"`threshold` must be a non-negative float, got {self.threshold!r}")
+        max_rank = None if self.max_rank is None else check_int(self.max_rank, "max_rank")
+        B = check_corpus_gram(K_corpus, "K_corpus")
+        N = B.shape[0]
+        a = B.mean(dim=0)
+        b = a.mean()
+        A = (B - a[:, None] - a[None, :] + b) / N
+        s, U = torch.linalg.eigh(A)
+        s, U = s.flip(0), U.flip(1)
+        top = float(s[0])
+        if float(s[-1]) < -PSD_RTOL * max(top, 0.0) or top <= 0 and float(s[-1]) < 0:
+            raise ValueError(
+                f"`K_corpus` is not positive semi-definite: the centred Gram has eigenvalue "
+                f"{float(s[-1]):.3g} (largest {top:.3g}); use a positive-definite kernel, or "
+                "check the Gram for a wrong parameter or a non-kernel similarity"
+            )
+        keep = int((s > self.threshold).sum())
+        if max_rank is not None:
+            keep = min(keep, max_rank)
+        if keep == 0:
+            raise ValueError(
+                f"no eigenvalue of the centred corpus Gram exceeds threshold={self.threshold:g} "
+                f"(largest {top:.3g}): the corpus points coincide in feature space"
+            )
+        self.n_corpus_ = N
+        self.n_components_ = keep
+        self.spectrum_ = s
+        self.eigenvalues_ = s[:keep].clone()
+        self.projection_ = U[:, :keep] / torch.sqrt(N * self.eigenvalues_)[None, :]
+        self.corpus_projections_ = self._project(B)
+        self.corpus_mean_ = self.corpus_projections_.mean(dim=0)
+        self._device = B.device
+        return self
+
+    def _project(self, K: torch.Tensor) -> torch.Tensor:
+        """p_m for each row of K (n, N): (K - row mean) @ projection, Tensor (n, M)."""
+        return (K - K.mean(dim=1, keepdim=True)) @ self.projection_
+
+    def transform(self, K_test_corpus) -> torch.Tensor:
+        """Projections ``p_m`` of the test points, Tensor (n_test, M)."""
+        self._check_fitted()
+        return self._project(self._check_test(K_test_corpus))
+
+    # ------------------------------------------------------------------ scoring
+    def mahalanobis(self, K_test_corpus, alpha, rank: int | str | None = None) -> torch.Tensor:
+        r"""Kernel Mahalanobis distance :math:`(\sum_{m \le r} w_m (p_m - c_m)^2)^{1/2}`.
+
+        ``K_test_corpus``: (n_test, N), k(test, corpus). ``alpha``: a positive float or a
+        sequence; ``rank``: None (all M kept components), an int r <= M, or ``"all"`` (every
+        r = 1..M). Returns float64 Tensor (n_test,), with a leading (n_alpha,) axis for a
+        sequence of alphas and an (M,) axis before n_test for ``rank="all"``.
+        """
+        return self._score(K_test_corpus, alpha, rank, conformance=False)
+
+    def conformance(self, K_test_corpus, alpha, rank: int | str | None = None) -> torch.Tensor:
+        r"""Conformance score :math:`(\min_n \sum_{m \le r} w_m (p_m - E_{nm})^2)^{1/2}`:
+        distance to the nearest corpus point in the whitened metric (0 on corpus points).
+        Arguments and shapes as :meth:`mahalanobis`."""
+        return self._score(K_test_corpus, alpha, rank, conformance=True)
+
+    def weights(self, alpha: float) -> torch.Tensor:
+        """w_m = s_m / (s_m + alpha)^2, Tensor (M,)."""
+        self._check_fitted()
+        (a,), _ = check_alphas(alpha)
+        return self._weights([a])[0]
+
+    def _weights(self, alphas: list[float]) -> torch.Tensor:
+        s = self.eigenvalues_
+        al = torch.tensor(alphas, dtype=s.dtype, device=s.device)[:, None]
+        return s[None, :] / (s[None, :] + al) ** 2  # (n_alpha, M)
+
+    def _score(self, K, alpha, rank, conformance: bool) -> torch.Tensor:
+        self._check_fitted()
+        alphas, scalar_alpha = check_alphas(alpha)
+        r, all_ranks = self._check_rank(rank)
+        P = self._project(self._check_test(K))[:, :r]  # (n_test, r)
+        W = self._weights(alphas)[:, :r]  # (n_alpha, r)
+        if conformance:
+            sq = _conformance_sq(P, self.corpus_projections_[:, :r], W)
+        else:
+            diff2 = (P - self.corpus_mean_[:r]) ** 2  # (n_test, r)
+            sq = torch.cumsum(W[:, :, None] * diff2.T[None, :, :], dim=1)  # (n_alpha, r, n)
+        out = torch.sqrt(sq.clamp_min(0.0))  # cumulative sums of non-negative terms
+        if not all_ranks:
+            out = out[:, -1]
+        return out[0] if scalar_alpha else out
+
+    # ------------------------------------------------------------------ checks
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "projection_"):
+            raise RuntimeError("this VarianceNorm is not fitted yet: call fit(K_corpus) first")
+
+    def _check_test(self, K) -> torch.Tensor:
+        return check_cross_gram(K, self.n_corpus_, "K_test_corpus", self._device)
+
+    def _check_rank(self, rank) -> tuple[int, bool]:
+        M = self.n_components_
+        if rank is None:
+            return M, False
+        if isinstance(rank, str):
+            if rank != "all":
+                raise ValueError(f"`rank` must be None, an integer or 'all', got {rank!r}")
+            return M, True
+        r = check_int(rank, "rank")
+        if r > M:
+            raise ValueError(
+                f"`rank`={r} exceeds the {M} components kept at fit (eigenvalues above "
+                f"threshold={self.threshold:g}, max_rank={self.max_rank}); use rank <= {M}"
+            )
+        return r, False
+
+    def __repr__(self) -> str:
+        return f"VarianceNorm(threshold={self.threshold!r}, max_rank={self.max_rank!r})"
+
+
+def _conformance_sq(P: torch.Tensor, E: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """min_n cumsum_m W[a, m] (P[t, m] - E[n, m])^2 for every (a, m, t): Tensor (n_alpha, M, n_t).
+
+    On the CPU: the compiled loop of ``_variance_norm_numba`` (exact early exit). Elsewhere:
+    (chunk, M, N) blocks (cumulative sum over the middle axis, minimum over the
+    contiguous last one), chunking the test points to bound memory.
+    """
+    if P.device.type == "cpu":
+        out = conformance_sq_all_ranks(
+            np.ascontiguousarray(P.numpy()),
+            np.ascontiguousarray(E.numpy()),
+            np.ascontiguousarray(W.numpy()),
+        )
+        return torch.from_numpy(out)
+    n_t, M = P.shape
+    N = E.shape[0]
+    n_a = W.shape[0]
+    out = torch.empty((n_a, M, n_t), dtype=P.dtype, device=P.device)
+    Et = E.T.contiguous()  # (M, N)
+    chunk = max(1, _CONFORMANCE_CHUNK_BYTES // max(1, 8 * M * N))
+    for i in range(0, n_t, chunk):
+        d2 = (P[i : i + chunk, :, None] - Et[None, :, :]) ** 2  # (c, M, N)
+        buf = torch.empty_like(d2)
+        for a in range(n_a):
+            torch.mul(d2, W[a][None, :, None], out=buf)
+            torch.cumsum(buf, dim=1, out=buf)
+            out[a, :, i : i + chunk] = buf.amin(dim=2).T
+    return out
