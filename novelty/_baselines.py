@@ -1,0 +1,94 @@
+r"""Baseline novelty scorers on Gram matrices (higher score = more novel).
+
+- :class:`KNNScorer`: distance in feature space to the k-th nearest corpus point,
+  :math:`\|\phi(y) - \phi(x)\|^2 = k(y, y) + k(x, x) - 2 k(y, x)`;
+- :class:`MeanEmbeddingScorer`: RKHS distance to the kernel mean embedding,
+  :math:`\|\phi(y) - \mu\|^2 = k(y, y) - \tfrac2N \sum_i k(y, x_i) + \tfrac1{N^2}\sum_{ij} K_{ij}`;
+- :class:`OCSVMScorer`: scikit-learn's ``OneClassSVM(kernel="precomputed")``; score is minus
+  its decision function.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.svm import OneClassSVM
+
+from ._validation import check_corpus_gram, check_cross_gram, check_int, check_test_diag
+
+__all__ = ["KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer"]
+
+
+class _GramScorer:
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "n_corpus_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+    def _test(self, K_test_corpus, k_test_diag):
+        self._check_fitted()
+        Kt = check_cross_gram(K_test_corpus, self.n_corpus_, "K_test_corpus", self._device)
+        if k_test_diag is None:
+            raise ValueError(f"{type(self).__name__}.score needs `k_test_diag`, k(x, x) per test")
+        return Kt, check_test_diag(k_test_diag, Kt.shape[0], "k_test_diag", self._device)
+
+
+class KNNScorer(_GramScorer):
+    """Feature-space distance to the ``n_neighbors``-th nearest corpus point."""
+
+    def __init__(self, n_neighbors: int = 1):
+        self.n_neighbors = n_neighbors
+
+    def fit(self, K_corpus) -> KNNScorer:
+        k = check_int(self.n_neighbors, "n_neighbors")
+        K = check_corpus_gram(K_corpus, "K_corpus", min_points=1)
+        if k > K.shape[0]:
+            raise ValueError(f"`n_neighbors`={k} exceeds the corpus size N={K.shape[0]}")
+        self.corpus_diag_ = torch.diagonal(K).clone()
+        self.n_corpus_ = K.shape[0]
+        self._device = K.device
+        return self
+
+    def score(self, K_test_corpus, k_test_diag) -> torch.Tensor:
+        """Distance to the k-th nearest corpus point, Tensor (n_test,)."""
+        Kt, dt = self._test(K_test_corpus, k_test_diag)
+        d2 = dt[:, None] + self.corpus_diag_[None, :] - 2.0 * Kt
+        kth = torch.kthvalue(d2, self.n_neighbors, dim=1).values
+        return torch.sqrt(kth.clamp_min(0.0))  # rounding of |.|^2 >= 0 only
+
+
+class MeanEmbeddingScorer(_GramScorer):
+    """RKHS distance to the corpus mean embedding."""
+
+    def fit(self, K_corpus) -> MeanEmbeddingScorer:
+        K = check_corpus_gram(K_corpus, "K_corpus", min_points=1)
+        self.mean_norm_sq_ = K.mean()
+        self.n_corpus_ = K.shape[0]
+        self._device = K.device
+        return self
+
+    def score(self, K_test_corpus, k_test_diag) -> torch.Tensor:
+        """||phi(y) - mu||, Tensor (n_test,)."""
+        Kt, dt = self._test(K_test_corpus, k_test_diag)
+        d2 = dt - 2.0 * Kt.mean(dim=1) + self.mean_norm_sq_
+        return torch.sqrt(d2.clamp_min(0.0))  # rounding of |.|^2 >= 0 only
+
+
+class OCSVMScorer(_GramScorer):
+    """One-class SVM on the precomputed Gram; score = -decision_function."""
+
+    def __init__(self, nu: float = 0.1):
+        self.nu = nu
+
+    def fit(self, K_corpus) -> OCSVMScorer:
+        K = check_corpus_gram(K_corpus, "K_corpus", min_points=1)
+        self.svm_ = OneClassSVM(kernel="precomputed", nu=self.nu).fit(K.cpu().numpy())
+        self.n_corpus_ = K.shape[0]
+        self._device = K.device
+        return self
+
+    def score(self, K_test_corpus, k_test_diag=None) -> torch.Tensor:
+        """-decision_function of the one-class SVM, Tensor (n_test,)."""
+        self._check_fitted()
+        Kt = check_cross_gram(K_test_corpus, self.n_corpus_, "K_test_corpus", self._device)
+        dec = self.svm_.decision_function(np.ascontiguousarray(Kt.cpu().numpy()))
+        return -torch.from_numpy(np.asarray(dec, dtype=np.float64)).to(self._device)

@@ -1,0 +1,82 @@
+"""SOSREPScorer: fixed point, log-space scores, warnings and errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from density import sosrep_solve
+from novelty import SOSREPScorer
+
+
+def _rbf(A, B, gamma=0.5):
+    return np.exp(-gamma * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(50, 2)), rng.normal(size=(10, 2))
+
+
+def test_fixed_point(data):
+    X, _ = data
+    K = _rbf(X, X)
+    s = SOSREPScorer(lr=0.2, tol=1e-8).fit(K)
+    a = s.alpha_.numpy()
+    assert s.converged_ and (a > 0).all()
+    np.testing.assert_allclose(a * (K @ a), 1.0 / len(X), atol=1e-6 / len(X), rtol=0)
+    # ||f||_H^2 = alpha^T K alpha = sum_i alpha_i (K alpha)_i = 1
+    assert abs(float(a @ K @ a) - 1.0) < 1e-6
+
+
+def test_uses_the_package_solver(data):
+    X, _ = data
+    K = torch.from_numpy(_rbf(X, X))
+    s = SOSREPScorer(lr=0.2, tol=1e-8, seed=3).fit(K)
+    ref = sosrep_solve(K, lr=0.2, tol=1e-8, seed=3)
+    assert torch.equal(s.alpha_, ref.alpha)
+
+
+def test_log_space_score(data):
+    X, Y = data
+    K, Kt = _rbf(X, X), _rbf(Y, X)
+    s = SOSREPScorer(tol=1e-8).fit(K)
+    f = Kt @ s.alpha_.numpy()
+    np.testing.assert_allclose(s.log_density(Kt).numpy(), np.log(f**2), rtol=1e-12)
+    np.testing.assert_allclose(s.score(Kt).numpy(), -np.log(f**2), rtol=1e-12)
+    # far from the data: lower density, higher novelty
+    far = s.score(_rbf(np.full((1, 2), 8.0), X))
+    assert float(far[0]) > float(s.score(Kt).max())
+
+
+def test_warns_on_negative_entries():
+    K = np.array([[1.0, -0.1], [-0.1, 1.0]])
+    with pytest.warns(UserWarning, match="negative entries"):
+        SOSREPScorer(tol=1e-8).fit(K)
+
+
+def test_no_warning_on_nonnegative(data):
+    X, _ = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SOSREPScorer().fit(_rbf(X, X))
+
+
+def test_bad_inputs(data):
+    X, Y = data
+    K = _rbf(X, X)
+    with pytest.raises(ValueError, match="lr"):
+        SOSREPScorer(lr=0.5).fit(K)
+    with pytest.raises(ValueError, match="NaN"):
+        SOSREPScorer().fit(np.full((2, 2), np.nan))
+    with pytest.raises(ValueError, match="empty"):
+        SOSREPScorer().fit(np.zeros((0, 0)))
+    with pytest.raises(ValueError, match="symmetric"):
+        SOSREPScorer().fit(np.array([[1.0, 0.2], [0.5, 1.0]]))
+    s = SOSREPScorer().fit(K)
+    with pytest.raises(ValueError, match="columns"):
+        s.score(_rbf(Y, X[:-1]))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        SOSREPScorer().score(_rbf(Y, X))
