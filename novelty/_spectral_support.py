@@ -109,7 +109,10 @@ class SpectralSupport:
     """
 
     def __init__(
-        self, filter: str = "tikhonov", lam: float = 1e-3, iterations: int | None = None,
+        self,
+        filter: str = "tikhonov",
+        lam: float = 1e-3,
+        iterations: int | None = None,
         nu: float = 1.0,
     ):
         self.filter = filter
