@@ -1,0 +1,240 @@
+"""Hyper-parameter grids of the protocol (section 5) and the kernels' scalings, keyed by the
+``tskernels`` registry name; presets ``quick`` and ``paper``.
+
+A grid point is a dict of the *grid* values (the factors before scaling, e.g. ``sigma=1``
+means sigma = sqrt(d T) for the flattened RBF). :func:`build_kernel` turns a grid point into a
+kernel instance for data with ``d`` channels and ``T`` steps (counted after the basepoint and
+the time channel are added, as in the protocol). Kernels that compute several grid values in
+one pass (every truncation level of the signature kernels) declare them as *pass levels*: one
+Gram computation yields a stack, one entry per level.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "BUILDERS",
+    "KernelGrid",
+    "PRESETS",
+    "Preset",
+    "SCORER_NAMES",
+    "build_kernel",
+    "kernel_grid_points",
+]
+
+E = math.e
+SIGMAS = [E**-2, E**-1, 1.0, E, E**2]
+POLY_P = [2, 3, 4]
+POLY_C = [0.25, 0.5, 1.0, 2.0, 4.0]
+GAK_FACTORS = [E**-2, E**-1, 1.0, E, E**2]
+VRK_TAU = [1.0, 0.5, 0.25, 0.125]
+VRK_LAM = [float(v) for v in np.log(np.linspace(1000**0.25, 1000**0.999, 10)) / np.log(1000)]
+SIG_SCALES = [0.25, 0.5, 1.0, 2.0, 4.0]
+SIG_LEVELS = list(range(1, 8))
+PDE_SCALES = [0.125, 0.25, 0.5, 1.0]
+RAND_FEATURES = [10, 25, 50, 100, 200]
+RAND_VARIANCES = [float(v) for v in np.geomspace(1e-5, 1.0, 8)]
+RAND_SEEDS = [0, 1, 2, 3, 4]
+ALPHAS = [1e-8, 1e-5, 1e-2]
+MAX_RANK = 50
+
+#: The scorer names of the CLI; "baselines" expands to the baseline scorers available.
+SCORER_NAMES = ["conformance", "mahalanobis", "sse", "sosrep", "baselines"]
+
+
+def _r(x: float) -> float:
+    """Grid values rounded to 12 significant digits: stable JSON keys across platforms."""
+    return float(f"{x:.12g}")
+
+
+@dataclass(frozen=True)
+class KernelGrid:
+    """The grid of one registered kernel (plain data, so tasks pickle).
+
+    axes: grid axis name -> values (the Cartesian product is the grid);
+    levels: values of a pass axis computed in one Gram pass (``gram_levels``), or None.
+    The kernel for a grid point is built by ``BUILDERS[name]`` (see :func:`build_kernel`).
+    """
+
+    axes: dict[str, list]
+    levels: list[int] | None = None
+    level_name: str = "level"
+
+
+def _flat_linear(g, d, T):
+    from tskernels import Linear, make_kernel
+
+    return make_kernel("flat_linear", static=Linear(scale=1.0 / (d * T)))
+
+
+def _flat_rbf(g, d, T):
+    from tskernels import RBF, make_kernel
+
+    return make_kernel("flat_rbf", static=RBF(sigma=g["sigma"] * math.sqrt(d * T)))
+
+
+def _flat_poly(g, d, T):
+    from tskernels import Polynomial, make_kernel
+
+    return make_kernel("flat_poly", static=Polynomial(degree=g["p"], c=g["c"], scale=1.0 / (d * T)))
+
+
+def _integral_rbf(g, d, T):
+    from tskernels import RBF, make_kernel
+
+    return make_kernel("integral_rbf", static=RBF(sigma=g["sigma"] * math.sqrt(d)))
+
+
+def _integral_poly(g, d, T):
+    from tskernels import Polynomial, make_kernel
+
+    return make_kernel("integral_poly", static=Polynomial(degree=g["p"], c=g["c"], scale=1.0 / d))
+
+
+def _gak(g, d, T):
+    from tskernels import make_kernel
+
+    return make_kernel("gak", sigma_factor=g["factor"])
+
+
+def _reservoir(g, d, T):
+    from tskernels import make_kernel
+
+    return make_kernel("reservoir", tau=g["tau"] / math.sqrt(d), lam=g["lam"])
+
+
+def _trunc_sig(name: str):
+    def build(g, d, T):
+        from tskernels import make_kernel
+
+        return make_kernel(name, scale=g["scale"] / math.sqrt(d), level=g["level"])
+
+    return build
+
+
+def _pde_sig(g, d, T):
+    from tskernels import make_kernel
+
+    return make_kernel("pde_sig_rbf", scale=g["scale"] / math.sqrt(d), dyadic_order=2)
+
+
+def _rand_sig(g, d, T):
+    from tskernels import make_kernel
+
+    return make_kernel(
+        "rand_sig_tanh", n_features=g["features"], variance=g["variance"], seed=g["seed"]
+    )
+
+
+BUILDERS: dict[str, Callable[[dict, int, int], object]] = {
+    "flat_linear": _flat_linear,
+    "flat_rbf": _flat_rbf,
+    "flat_poly": _flat_poly,
+    "integral_rbf": _integral_rbf,
+    "integral_poly": _integral_poly,
+    "gak": _gak,
+    "reservoir": _reservoir,
+    "trunc_sig_linear": _trunc_sig("trunc_sig_linear"),
+    "trunc_sig_rbf": _trunc_sig("trunc_sig_rbf"),
+    "pde_sig_rbf": _pde_sig,
+    "rand_sig_tanh": _rand_sig,
+}
+
+
+def _paper_grids() -> dict[str, KernelGrid]:
+    return {
+        "flat_linear": KernelGrid({}),
+        "flat_rbf": KernelGrid({"sigma": SIGMAS}),
+        "flat_poly": KernelGrid({"p": POLY_P, "c": POLY_C}),
+        "integral_rbf": KernelGrid({"sigma": SIGMAS}),
+        "integral_poly": KernelGrid({"p": POLY_P, "c": POLY_C}),
+        "gak": KernelGrid({"factor": GAK_FACTORS}),
+        "reservoir": KernelGrid({"tau": VRK_TAU, "lam": VRK_LAM}),
+        "trunc_sig_linear": KernelGrid({"scale": SIG_SCALES}, SIG_LEVELS),
+        "trunc_sig_rbf": KernelGrid({"scale": SIG_SCALES}, SIG_LEVELS),
+        "pde_sig_rbf": KernelGrid({"scale": PDE_SCALES}),
+        "rand_sig_tanh": KernelGrid(
+            {"features": RAND_FEATURES, "variance": RAND_VARIANCES, "seed": RAND_SEEDS}
+        ),
+    }
+
+
+def _quick_grids() -> dict[str, KernelGrid]:
+    paper = _paper_grids()
+    small = {
+        "flat_linear": {},
+        "flat_rbf": {"sigma": [1.0]},
+        "flat_poly": {"p": [2], "c": [1.0]},
+        "integral_rbf": {"sigma": [1.0]},
+        "integral_poly": {"p": [2], "c": [1.0]},
+        "gak": {"factor": [1.0]},
+        "reservoir": {"tau": [0.5], "lam": [VRK_LAM[7]]},
+        "trunc_sig_linear": {"scale": [1.0]},
+        "trunc_sig_rbf": {"scale": [1.0]},
+        "pde_sig_rbf": {"scale": [0.5]},
+        "rand_sig_tanh": {"features": [50], "variance": [RAND_VARIANCES[6]], "seed": [0]},
+    }
+    out = {}
+    for name, g in paper.items():
+        levels = [1, 2, 3, 4] if g.levels is not None else None
+        out[name] = KernelGrid(small[name], levels)
+    return out
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Everything a run needs besides the data sets, kernels and scorers."""
+
+    name: str
+    grids: dict[str, KernelGrid]
+    folds: int
+    repeats: int
+    time_channel: tuple[bool, ...]
+    alphas: tuple[float, ...] = tuple(ALPHAS)
+    max_rank: int = MAX_RANK
+    sse_lams: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1)
+    datasets: tuple[str, ...] = ("BasicMotions",)
+    extra: dict = field(default_factory=dict)
+
+
+PRESETS: dict[str, Preset] = {
+    "quick": Preset("quick", _quick_grids(), folds=3, repeats=1, time_channel=(False, True)),
+    "paper": Preset(
+        "paper",
+        _paper_grids(),
+        folds=4,
+        repeats=10,
+        time_channel=(False, True),
+        datasets=("Epilepsy", "RacketSports"),
+    ),
+}
+
+
+def kernel_grid_points(grid: KernelGrid) -> list[dict]:
+    """The grid points (dicts of rounded grid values) in a fixed order."""
+    names = sorted(grid.axes)
+    points = []
+    for values in itertools.product(*(grid.axes[n] for n in names)):
+        points.append({n: (_r(v) if isinstance(v, float) else v) for n, v in zip(names, values)})
+    return points or [{}]
+
+
+def build_kernel(
+    name: str, point: dict, d: int, T: int, levels: list[int] | None = None, device=None
+):
+    """The kernel ``name`` at grid ``point`` for data with ``d`` channels and ``T`` steps; a
+    pass kernel is built at its highest level (its ``gram_levels`` gives every level)."""
+    if name not in BUILDERS:
+        raise ValueError(f"no grid for kernel {name!r}; grids exist for {', '.join(BUILDERS)}")
+    if levels is not None:
+        point = {**point, "level": max(levels)}
+    kernel = BUILDERS[name](point, d, T)
+    if device is not None:
+        kernel.set_params(device=device)
+    return kernel

@@ -1,0 +1,348 @@
+"""The one-versus-rest protocol (sections 3 to 5): CV splits, the Grams of a fold, the CV
+cells, hyper-parameter selection and the test evaluation.
+
+A *CV cell* is (data set, normal class, kernel, kernel grid point, time channel): for every
+fold of the repeated stratified k-fold on the training split it computes one Gram over the
+fold's normal corpus and its validation series, scores the validation series with every
+scorer for every (alpha, rank) at once, and averages ROC-AUC and PR-AUC over the folds. A
+kernel with a pass axis (the truncation level of the signature kernels) yields every level
+from the same Gram pass.
+
+What is shared. The pre-processing (z-score) is fitted on the normal corpus, so a Gram
+depends on (fold, class, kernel parameters, time channel); every alpha, rank, level and
+scorer share it. With ``share="class"`` the pre-processing is fitted once per class on the
+whole normal training class, and one Gram of (all training series) x (class series) serves
+every fold by slicing (k x r times fewer kernel evaluations; the z-score statistics then
+include the fold's held-out normal series). The default ``share="fold"`` is the protocol.
+
+A *test cell* is (data set, class, kernel): for each scorer the CV optimum of ROC-AUC + PR-AUC
+(first in grid order on ties) is refitted on the whole normal training class and evaluated
+on the test split, the normal class positive.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.model_selection import RepeatedStratifiedKFold
+
+from ._grids import build_kernel
+from ._metrics import roc_auc_and_average_precision
+from ._scorers import score_fold, scorer_axis
+
+__all__ = [
+    "Dataset",
+    "cv_splits",
+    "fold_grams",
+    "run_cv_cell",
+    "run_test_cell",
+    "select",
+    "params_key",
+]
+
+#: Errors recorded in the store for a cell (a diverging kernel, a non-PSD Gram); anything
+#: else (TypeError, KeyError, ...) is a bug and propagates.
+RECORDED_ERRORS = (ValueError, FloatingPointError, RuntimeError, ArithmeticError)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One UEA data set: arrays (n, T, d) or lists of (T_i, d); labels as strings."""
+
+    name: str
+    X_train: object
+    y_train: np.ndarray
+    X_test: object
+    y_test: np.ndarray
+
+    @property
+    def classes(self) -> list[str]:
+        return sorted(np.unique(self.y_train).tolist())
+
+    @property
+    def equal_length(self) -> bool:
+        return not isinstance(self.X_train, list) and not isinstance(self.X_test, list)
+
+
+def load_dataset(name: str, data_dir=None) -> Dataset:
+    from .data import load_uea
+
+    Xtr, ytr = load_uea(name, "train", data_dir=data_dir)
+    Xte, yte = load_uea(name, "test", data_dir=data_dir)
+    return Dataset(name, Xtr, np.asarray(ytr).astype(str), Xte, np.asarray(yte).astype(str))
+
+
+def take(X, idx):
+    """Rows ``idx`` of an array (n, T, d) or of a list of series."""
+    if isinstance(X, list):
+        return [X[int(i)] for i in idx]
+    return X[np.asarray(idx)]
+
+
+def cv_splits(y: np.ndarray, folds: int, repeats: int, seed: int) -> list[tuple]:
+    """(train indices, validation indices) of repeated stratified k-fold, seeded."""
+    rskf = RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed)
+    return list(rskf.split(np.zeros(len(y)), y))
+
+
+def params_key(point: dict, level: int | None = None) -> str:
+    """The canonical JSON of a kernel grid point (plus the level of a pass kernel)."""
+    p = dict(point)
+    if level is not None:
+        p["level"] = int(level)
+    return json.dumps(p, sort_keys=True)
+
+
+def _shape(X) -> tuple[int, int]:
+    """(d, T) of a pre-processed batch (T = the longest series)."""
+    if isinstance(X, list):
+        return X[0].shape[1], max(x.shape[0] for x in X)
+    return X.shape[2], X.shape[1]
+
+
+def _normalise(Kcc, Koc, d_o):
+    dc = torch.diagonal(Kcc, dim1=-2, dim2=-1)
+    for diag, name in ((dc, "corpus"), (d_o, "others")):
+        if bool((diag <= 0).any()):
+            raise FloatingPointError(
+                f"normalisation needs k(x, x) > 0; the {name} diagonal holds "
+                f"{float(diag.min()):.3g}"
+            )
+    Kcc = Kcc / torch.sqrt(dc[..., :, None] * dc[..., None, :])
+    Kcc = 0.5 * (Kcc + Kcc.transpose(-1, -2))
+    torch.diagonal(Kcc, dim1=-2, dim2=-1).fill_(1.0)
+    Koc = Koc / torch.sqrt(d_o[..., :, None] * dc[..., None, :])
+    return Kcc, Koc, torch.ones_like(d_o)
+
+
+def fold_grams(kernel, C, O, levels: list[int] | None = None):
+    """Normalised Grams of corpus ``C`` and others ``O``: (Kcc (L, N, N), Koc (L, n, N),
+    diag of O (L, n)), L = len(levels) for a pass kernel (``gram_levels``), else 1."""
+    if levels is None:
+        Kcc = kernel.gram(C)[None]
+        Koc = kernel.gram(O, C)[None]
+        d_o = kernel.diag(O)[None]
+    else:
+        Kcc = _select_levels(kernel.gram_levels(C, C), levels)
+        Koc = _select_levels(kernel.gram_levels(O, C), levels)
+        if hasattr(kernel, "diag_levels"):
+            d_o = _select_levels(kernel.diag_levels(O), levels)
+        else:
+            d_o = torch.stack(
+                [_select_levels(kernel.gram_levels(take(O, [i]), take(O, [i])), levels)[:, 0, 0]
+                 for i in range(len(O))],
+                dim=1,
+            )  # fmt: skip
+    return _normalise(Kcc.to(torch.float64), Koc.to(torch.float64), d_o.to(torch.float64))
+
+
+def _select_levels(G: torch.Tensor, levels: list[int]) -> torch.Tensor:
+    """Rows of ``G`` (n_levels, ...) at ``levels``: G holds levels 0..L or 1..L."""
+    top = max(levels)
+    if G.shape[0] == top + 1:
+        offset = 0
+    elif G.shape[0] == top:
+        offset = 1
+    else:
+        raise ValueError(f"gram_levels gave {G.shape[0]} levels, expected {top} or {top + 1}")
+    return G[[lv - offset for lv in levels]]
+
+
+# ----------------------------------------------------------------------------- CV cells
+def _preprocessor(time_channel: bool, config: dict):
+    from tskernels.transforms import Preprocessor
+
+    return Preprocessor(time_channel=time_channel, **config["preprocessing"])
+
+
+def run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
+    """Compute one CV cell; returns its store rows (one per scorer and level)."""
+    torch.set_num_threads(int(config["threads"]))
+    cls, tc, levels = cell["cls"], bool(cell["time_channel"]), cell["levels"]
+    scorers = list(cell["scorers"])
+    L = 1 if levels is None else len(levels)
+    y = data.y_train
+    splits = cv_splits(y, config["folds"], config["repeats"], config["seed"])
+    sums = {s: [0.0, 0.0] for s in scorers}  # roc, pr sums: arrays (L, n_axis, n_rank)
+    n_folds = 0
+    gram_seconds = 0.0
+    score_seconds = {s: 0.0 for s in scorers}
+    error, score_errors = None, {}
+    shared = None
+    try:
+        if config["share"] == "class":
+            shared = _class_grams(cell, data, config)
+            gram_seconds += shared["seconds"]
+        for tr, va in splits:
+            corpus = tr[y[tr] == cls]
+            labels = y[va] == cls
+            if len(corpus) < 2 or labels.all() or not labels.any():
+                continue
+            t0 = time.perf_counter()
+            if shared is None:
+                pre = _preprocessor(tc, config).fit(take(data.X_train, corpus))
+                C = pre.transform(take(data.X_train, corpus))
+                V = pre.transform(take(data.X_train, va))
+                d, T = _shape(C)
+                kernel = build_kernel(cell["kernel"], cell["point"], d, T, levels, config["device"])
+                Kcc, Kvc, d_v = fold_grams(kernel, C, V, levels)
+            else:
+                pos = np.searchsorted(shared["class_idx"], corpus)
+                Kcc = shared["Kcc"][:, pos][:, :, pos]
+                Kvc = shared["Kall"][:, va][:, :, pos]
+                d_v = torch.ones(Kvc.shape[:2], dtype=Kvc.dtype)
+            gram_seconds += time.perf_counter() - t0
+            n_folds += 1
+            for li in range(L):
+                t0 = time.perf_counter()
+                scores, failed = score_fold(
+                    scorers, Kcc[li], Kvc[li], d_v[li], config, RECORDED_ERRORS
+                )
+                for s in scorers:
+                    if s in failed:
+                        score_errors.setdefault((s, li), failed[s])
+                        continue
+                    roc, pr = roc_auc_and_average_precision(scores[s], labels)
+                    if isinstance(sums[s][0], float):
+                        sums[s] = [np.zeros((L, *roc.shape)), np.zeros((L, *roc.shape))]
+                    sums[s][0][li] += roc
+                    sums[s][1][li] += pr
+                dt = (time.perf_counter() - t0) / len(scorers)
+                for s in scorers:
+                    score_seconds[s] += dt
+    except RECORDED_ERRORS as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if n_folds == 0 and error is None:
+        error = "no usable fold (class too small for the number of folds)"
+    rows = []
+    share_g = gram_seconds / (L * len(scorers))
+    for s in scorers:
+        axis = scorer_axis(s, config)
+        for li in range(L):
+            lvl = None if levels is None else levels[li]
+            err = error or score_errors.get((s, li))
+            ok = err is None and not isinstance(sums[s][0], float)
+            rows.append(
+                {
+                    "dataset": data.name,
+                    "cls": cls,
+                    "kernel": cell["kernel"],
+                    "params": params_key(cell["point"], lvl),
+                    "time_channel": int(tc),
+                    "scorer": s,
+                    "axis": json.dumps(axis),
+                    "n_rank": None if not ok else int(sums[s][0].shape[-1]),
+                    "roc": sums[s][0][li] / n_folds if ok else None,
+                    "pr": sums[s][1][li] / n_folds if ok else None,
+                    "n_folds": n_folds,
+                    "gram_seconds": share_g,
+                    "score_seconds": score_seconds[s] / L,
+                    "error": err if not ok else None,
+                }
+            )
+    return rows
+
+
+def _class_grams(cell: dict, data: Dataset, config: dict) -> dict:
+    """share="class": pre-processing fitted on the whole class; Grams of every training series
+    against the class series, normalised, for slicing per fold."""
+    t0 = time.perf_counter()
+    y = data.y_train
+    class_idx = np.flatnonzero(y == cell["cls"])
+    other_idx = np.flatnonzero(y != cell["cls"])
+    pre = _preprocessor(bool(cell["time_channel"]), config).fit(take(data.X_train, class_idx))
+    Z = pre.transform(data.X_train)
+    C = take(Z, class_idx)
+    d, T = _shape(C)
+    kernel = build_kernel(cell["kernel"], cell["point"], d, T, cell["levels"], config["device"])
+    Kcc, Koc, _ = fold_grams(kernel, C, take(Z, other_idx), cell["levels"])
+    Kall = torch.empty((Kcc.shape[0], len(y), len(class_idx)), dtype=Kcc.dtype)
+    Kall[:, class_idx] = Kcc.cpu()
+    Kall[:, other_idx] = Koc.cpu()
+    seconds = time.perf_counter() - t0
+    return {"class_idx": class_idx, "Kcc": Kcc.cpu(), "Kall": Kall, "seconds": seconds}
+
+
+# ----------------------------------------------------------------------------- selection
+def select(cv_rows: dict, candidates: list[tuple[str, bool]]) -> dict | None:
+    """The CV optimum of ROC-AUC + PR-AUC over ``candidates`` [(params json, time channel)]
+    and every (axis value, rank); first in candidate order on ties. ``cv_rows`` maps
+    (params, tc) -> {"axis", "roc", "pr", "error"}. None if a candidate is missing; a dict
+    with "error" if every candidate failed."""
+    best = None
+    errors = []
+    for key in candidates:
+        row = cv_rows.get(key)
+        if row is None:
+            return None
+        if row["error"] is not None or row["roc"] is None:
+            errors.append(row["error"])
+            continue
+        obj = row["roc"] + row["pr"]
+        flat = int(np.argmax(obj))
+        i, r = np.unravel_index(flat, obj.shape)
+        value = float(obj[i, r])
+        if best is None or value > best["cv_objective"]:
+            best = {
+                "params": key[0],
+                "time_channel": bool(key[1]),
+                "axis_index": int(i),
+                "alpha": float(row["axis"][i]),
+                "rank": int(r) + 1,
+                "cv_objective": value,
+            }
+    if best is None:
+        return {"error": "every candidate failed: " + "; ".join(sorted(set(map(str, errors))))}
+    return best
+
+
+# ----------------------------------------------------------------------------- test cells
+def run_test_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
+    """Refit each scorer's selection on the whole normal class; score the test split."""
+    torch.set_num_threads(int(config["threads"]))
+    cls = cell["cls"]
+    class_idx = np.flatnonzero(data.y_train == cls)
+    labels = data.y_test == cls
+    groups: dict[tuple, list[str]] = {}
+    rows = []
+    base = {"dataset": data.name, "cls": cls, "kernel": cell["kernel"], "grid": cell["grid"]}
+    for s, sel in cell["selections"].items():
+        if "error" in sel:
+            rows.append({**base, "scorer": s, "error": sel["error"], "seconds": 0.0})
+            continue
+        groups.setdefault((sel["params"], sel["time_channel"]), []).append(s)
+    for (params, tc), scorers in groups.items():
+        t0 = time.perf_counter()
+        point = json.loads(params)
+        level = point.pop("level", None) if cell["levels"] is not None else None
+        try:
+            pre = _preprocessor(tc, config).fit(take(data.X_train, class_idx))
+            C = pre.transform(take(data.X_train, class_idx))
+            Te = pre.transform(data.X_test)
+            d, T = _shape(C)
+            levels = None if level is None else [level]
+            kernel = build_kernel(cell["kernel"], point, d, T, levels, config["device"])
+            Kcc, Kte, d_te = fold_grams(kernel, C, Te, levels)
+            scores, failed = score_fold(scorers, Kcc[0], Kte[0], d_te[0], config, RECORDED_ERRORS)
+            err = None
+        except RECORDED_ERRORS as exc:
+            scores, failed, err = {}, {}, f"{type(exc).__name__}: {exc}"
+        dt = (time.perf_counter() - t0) / len(scorers)
+        for s in scorers:
+            sel = cell["selections"][s]
+            row = {
+                **base, "scorer": s, "params": params, "time_channel": int(tc),
+                "alpha": sel["alpha"], "rank": sel["rank"], "cv_objective": sel["cv_objective"],
+                "seconds": dt, "error": err or failed.get(s),
+            }  # fmt: skip
+            if row["error"] is None:
+                roc, pr = roc_auc_and_average_precision(
+                    scores[s][sel["axis_index"], sel["rank"] - 1], labels
+                )
+                row["roc_auc"], row["pr_auc"] = float(roc), float(pr)
+            rows.append(row)
+    return rows

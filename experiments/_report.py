@@ -1,0 +1,411 @@
+"""Tables and plots from a results store.
+
+Tables (Markdown and LaTeX), one per (metric, scorer) in the layout of the reference study:
+data sets as rows, kernels as columns, each entry the test metric averaged over the data
+set's classes (one-versus-rest); a "mean" row (mean per column) and a "mean rank" row
+(kernels ranked within each data set, 1 = best, ties averaged). Plots (PNG): conformance vs
+Mahalanobis ROC-AUC, histograms of the selected hyper-parameters, and a mean-rank diagram
+with the Nemenyi critical difference.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ._store import ResultStore
+
+__all__ = [
+    "summary",
+    "markdown_tables",
+    "latex_tables",
+    "print_summary",
+    "write_report",
+    "reference_comparison",
+    "timing_breakdown",
+]
+
+METRICS = {"roc_auc": "ROC-AUC", "pr_auc": "PR-AUC"}
+
+
+def _latest_setting(store: ResultStore) -> str | None:
+    rows = store.query("SELECT setting FROM runs ORDER BY id DESC LIMIT 1")
+    if rows:
+        return rows[0]["setting"]
+    rows = store.query("SELECT setting FROM test LIMIT 1")
+    return rows[0]["setting"] if rows else None
+
+
+def summary(store: ResultStore, setting: str | None = None, datasets=None, kernels=None,
+            scorers=None) -> dict:  # fmt: skip
+    """{(dataset, kernel, scorer): {"roc_auc", "pr_auc", "n_classes", "errors"}}: test metrics
+    averaged over the classes (NaN if any class failed)."""
+    setting = setting or _latest_setting(store)
+    rows = store.query("SELECT * FROM test WHERE setting=?", (setting,))
+    n_cls = {}
+    out: dict = {}
+    for r in rows:
+        if datasets and r["dataset"] not in datasets:
+            continue
+        if kernels and r["kernel"] not in kernels:
+            continue
+        if scorers and r["scorer"] not in scorers:
+            continue
+        key = (r["dataset"], r["kernel"], r["scorer"])
+        e = out.setdefault(key, {"roc": [], "pr": [], "errors": []})
+        n_cls.setdefault(r["dataset"], set()).add(r["cls"])
+        if r["error"]:
+            e["errors"].append(r["error"])
+        else:
+            e["roc"].append(r["roc_auc"])
+            e["pr"].append(r["pr_auc"])
+    res = {}
+    for key, e in out.items():
+        ok = not e["errors"] and len(e["roc"]) == len(n_cls[key[0]])
+        res[key] = {
+            "roc_auc": float(np.mean(e["roc"])) if ok else float("nan"),
+            "pr_auc": float(np.mean(e["pr"])) if ok else float("nan"),
+            "n_classes": len(e["roc"]),
+            "errors": e["errors"],
+        }
+    return res
+
+
+def _axes(res: dict):
+    datasets = sorted({k[0] for k in res})
+    kernels = _order({k[1] for k in res}, _KERNEL_ORDER)
+    scorers = _order({k[2] for k in res}, _SCORER_ORDER)
+    return datasets, kernels, scorers
+
+
+_KERNEL_ORDER = [
+    "flat_linear", "flat_rbf", "flat_poly", "integral_rbf", "integral_poly", "gak", "reservoir",
+    "trunc_sig_linear", "trunc_sig_rbf", "pde_sig_rbf", "rand_sig_tanh",
+]  # fmt: skip
+_SCORER_ORDER = ["conformance", "mahalanobis", "sse", "sosrep", "knn", "mean_embedding", "ocsvm"]
+
+
+def _order(names, order):
+    return [n for n in order if n in names] + sorted(n for n in names if n not in order)
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks along the last axis, 1 = largest, ties averaged; NaN entries get NaN."""
+    from scipy.stats import rankdata
+
+    out = np.full(values.shape, np.nan)
+    for i, row in enumerate(values):
+        ok = ~np.isnan(row)
+        if ok.any():
+            out[i, ok] = rankdata(-row[ok])
+    return out
+
+
+def _matrix(res, metric, scorer, datasets, kernels) -> np.ndarray:
+    return np.array(
+        [[res.get((d, k, scorer), {}).get(metric, np.nan) for k in kernels] for d in datasets]
+    )
+
+
+def _table(res, metric, scorer, fmt: str) -> str:
+    datasets, kernels, _ = _axes(res)
+    M = _matrix(res, metric, scorer, datasets, kernels)
+    if np.isnan(M).all():
+        return ""
+    ranks = _ranks(M)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: mean "-"
+        col_mean = np.nanmean(M, axis=0)
+        rank_mean = np.nanmean(ranks, axis=0)
+    title = f"{METRICS[metric]}, {scorer}"
+
+    def cell(v, best):
+        if np.isnan(v):
+            return "-"
+        s = f"{v:.3f}"
+        if best:
+            return f"**{s}**" if fmt == "md" else f"\\textbf{{{s}}}"
+        return s
+
+    lines = []
+    if fmt == "md":
+        lines += [f"#### {title}", "", "| data set | " + " | ".join(kernels) + " |",
+                  "|---" * (len(kernels) + 1) + "|"]  # fmt: skip
+    else:
+        esc = [k.replace("_", r"\_") for k in kernels]
+        lines += [r"\begin{table}[ht]\centering\small", f"\\caption{{{title}}}",
+                  r"\begin{tabular}{l" + "c" * len(kernels) + "}", r"\toprule",
+                  "data set & " + " & ".join(esc) + r" \\", r"\midrule"]  # fmt: skip
+    for i, d in enumerate(datasets):
+        best = np.nanmax(M[i]) if not np.isnan(M[i]).all() else np.nan
+        cells = [cell(v, v == best) for v in M[i]]
+        if fmt == "md":
+            lines.append(f"| {d} | " + " | ".join(cells) + " |")
+        else:
+            lines.append(f"{d} & " + " & ".join(cells) + r" \\")
+    means = ["-" if np.isnan(v) else f"{v:.3f}" for v in col_mean]
+    rks = ["-" if np.isnan(v) else f"{v:.2f}" for v in rank_mean]
+    if fmt == "md":
+        lines += ["| mean | " + " | ".join(means) + " |", "| mean rank | " + " | ".join(rks) + " |"]
+    else:
+        lines += [r"\midrule", "mean & " + " & ".join(means) + r" \\",
+                  "mean rank & " + " & ".join(rks) + r" \\", r"\bottomrule", r"\end{tabular}",
+                  r"\end{table}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def markdown_tables(res: dict) -> str:
+    _, _, scorers = _axes(res)
+    return "\n".join(t for m in METRICS for s in scorers if (t := _table(res, m, s, "md")))
+
+
+def latex_tables(res: dict) -> str:
+    _, _, scorers = _axes(res)
+    return "\n".join(t for m in METRICS for s in scorers if (t := _table(res, m, s, "tex")))
+
+
+def print_summary(res: dict, file=None) -> None:
+    """Per data set: kernels x scorers, 'ROC-AUC / PR-AUC' averaged over the classes."""
+    datasets, kernels, scorers = _axes(res)
+    for d in datasets:
+        print(f"\n{d}: test ROC-AUC / PR-AUC, mean over classes (normal class positive)",
+              file=file)  # fmt: skip
+        w = max(13, *(len(s) + 2 for s in scorers))
+        print(f"{'kernel':<18}" + "".join(f"{s:>{w}}" for s in scorers), file=file)
+        for k in kernels:
+            cells = []
+            for s in scorers:
+                e = res.get((d, k, s))
+                if e is None:
+                    cells.append(f"{'':>{w}}")
+                elif math.isnan(e["roc_auc"]):
+                    cells.append(f"{'failed':>{w}}")
+                else:
+                    cells.append(f"{e['roc_auc']:.3f}/{e['pr_auc']:.3f}".rjust(w))
+            print(f"{k:<18}" + "".join(cells), file=file)
+
+
+# ----------------------------------------------------------------------------- timing
+def timing_breakdown(store: ResultStore, setting: str | None = None) -> list[dict]:
+    """Per (data set, kernel): CV Gram seconds, CV scoring seconds, test seconds, cells."""
+    setting = setting or _latest_setting(store)
+    cv = store.query(
+        "SELECT dataset, kernel, SUM(gram_seconds) g, SUM(score_seconds) s, COUNT(*) n "
+        "FROM cv WHERE setting=? GROUP BY dataset, kernel", (setting,),
+    )  # fmt: skip
+    te = {
+        (r["dataset"], r["kernel"]): r["t"]
+        for r in store.query(
+            "SELECT dataset, kernel, SUM(seconds) t FROM test WHERE setting=? "
+            "GROUP BY dataset, kernel",
+            (setting,),
+        )  # fmt: skip
+    }
+    out = []
+    for r in cv:
+        t = te.get((r["dataset"], r["kernel"]), 0.0) or 0.0
+        g, s = r["g"] or 0.0, r["s"] or 0.0
+        row = {"dataset": r["dataset"], "kernel": r["kernel"], "gram_s": g, "score_s": s}
+        out.append({**row, "test_s": t, "total_s": g + s + t, "cv_rows": r["n"]})
+    return out
+
+
+def _timing_md(rows: list[dict], runs: list[dict]) -> str:
+    lines = ["| data set | kernel | CV Gram s | CV scoring s | test s | total s |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        lines.append(f"| {r['dataset']} | {r['kernel']} | {r['gram_s']:.1f} | "
+                     f"{r['score_s']:.1f} | {r['test_s']:.1f} | {r['total_s']:.1f} |")  # fmt: skip
+    lines += ["", "Runs (wall seconds of each invocation on this store):", "",
+              "| run | preset | workers | scheduler | cells | wall s | device |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in runs:
+        wall = "-" if r["wall_seconds"] is None else f"{r['wall_seconds']:.1f}"
+        lines.append(f"| {r['id']} | {r['preset']} | {r['workers']} | {r['scheduler']} | "
+                     f"{r['cells_computed']} | {wall} | {r['device']} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- reference
+def reference_comparison(res: dict, reference_csv: str | Path) -> list[dict]:
+    """Rows of (data set, scorer, kernel, ours, reference, difference) for ROC-AUC and
+    PR-AUC wherever the reference CSV (dataset,scorer,kernel,roc_auc,pr_auc) has a figure."""
+    out = []
+    with open(reference_csv) as f:
+        for r in csv.DictReader(f):
+            key = (r["dataset"], r["kernel"].replace(" ", "_"), r["scorer"])
+            if key not in res:
+                continue
+            ours = res[key]
+            out.append({"dataset": key[0], "scorer": key[2], "kernel": key[1],
+                        "roc_auc": ours["roc_auc"], "ref_roc_auc": float(r["roc_auc"]),
+                        "pr_auc": ours["pr_auc"], "ref_pr_auc": float(r["pr_auc"])})  # fmt: skip
+    return out
+
+
+def _reference_md(rows: list[dict]) -> str:
+    lines = ["| data set | scorer | kernel | ROC-AUC | reference | diff | PR-AUC | reference |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        diff = r["roc_auc"] - r["ref_roc_auc"]
+        flag = "" if abs(diff) <= 0.03 else " (!)"
+        lines.append(f"| {r['dataset']} | {r['scorer']} | {r['kernel']} | {r['roc_auc']:.3f} | "
+                     f"{r['ref_roc_auc']:.3f} | {diff:+.3f}{flag} | {r['pr_auc']:.3f} | "
+                     f"{r['ref_pr_auc']:.3f} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- plots
+def _plots(store: ResultStore, setting: str, res: dict, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    datasets, kernels, scorers = _axes(res)
+    # conformance vs Mahalanobis
+    if "conformance" in scorers and "mahalanobis" in scorers:
+        fig, ax = plt.subplots(figsize=(5, 5))
+        for k in kernels:
+            xs = [res.get((d, k, "mahalanobis"), {}).get("roc_auc", np.nan) for d in datasets]
+            ys = [res.get((d, k, "conformance"), {}).get("roc_auc", np.nan) for d in datasets]
+            ax.scatter(xs, ys, label=k, s=25)
+        ax.plot([0, 1], [0, 1], "k--", lw=0.8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("Mahalanobis ROC-AUC")
+        ax.set_ylabel("conformance ROC-AUC")
+        ax.set_title("conformance vs Mahalanobis (one point per data set x kernel)")
+        ax.legend(fontsize=6, loc="lower right")
+        p = out / "conformance_vs_mahalanobis.png"
+        fig.savefig(p, dpi=120, bbox_inches="tight")
+        plt.close(fig)
+        paths.append(p)
+    # histograms of the selected hyper-parameters
+    rows = store.query(
+        "SELECT kernel, scorer, params, time_channel, alpha, rank FROM test "
+        "WHERE setting=? AND error IS NULL", (setting,),
+    )  # fmt: skip
+    if rows:
+        values: dict[str, list] = {}
+        for r in rows:
+            if r["scorer"] in ("conformance", "mahalanobis"):
+                values.setdefault("log10 alpha", []).append(math.log10(r["alpha"]))
+                values.setdefault("rank", []).append(r["rank"])
+            values.setdefault("time channel", []).append(r["time_channel"])
+            for name, v in json.loads(r["params"]).items():
+                values.setdefault(f"{r['kernel']}: {name}", []).append(v)
+        n = len(values)
+        cols = 4
+        n_rows = math.ceil(n / cols)
+        fig, axes = plt.subplots(n_rows, cols, figsize=(3.2 * cols, 2.4 * n_rows), squeeze=False)
+        for ax, (name, v) in zip(axes.flat, sorted(values.items())):
+            v = np.asarray(v, dtype=float)
+            uniq = np.unique(v)
+            if len(uniq) <= 12:
+                counts = [(v == u).sum() for u in uniq]
+                ax.bar(range(len(uniq)), counts)
+                ax.set_xticks(range(len(uniq)), [f"{u:.3g}" for u in uniq], fontsize=6,
+                              rotation=45)  # fmt: skip
+            else:
+                ax.hist(v, bins=12)
+            ax.set_title(name, fontsize=8)
+        for ax in list(axes.flat)[n:]:
+            ax.axis("off")
+        fig.suptitle("selected hyper-parameters (all data sets, classes, scorers)")
+        fig.tight_layout()
+        p = out / "selected_hyperparameters.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    # mean-rank diagram of the (kernel, scorer) pairs over data sets x classes
+    p = _rank_diagram(store, setting, out, plt)
+    if p is not None:
+        paths.append(p)
+    return paths
+
+
+def _rank_diagram(store, setting, out, plt) -> Path | None:
+    """Mean ROC-AUC rank of every kernel/scorer pair over the (data set, class) problems, with
+    the Nemenyi critical difference CD = q_0.05(k) sqrt(k (k + 1) / (6 n))."""
+    from scipy.stats import studentized_range
+
+    rows = store.query(
+        "SELECT dataset, cls, kernel, scorer, roc_auc FROM test WHERE setting=? "
+        "AND error IS NULL", (setting,),
+    )  # fmt: skip
+    methods = sorted({(r["kernel"], r["scorer"]) for r in rows})
+    problems = sorted({(r["dataset"], r["cls"]) for r in rows})
+    if len(methods) < 2 or not problems:
+        return None
+    idx = {m: i for i, m in enumerate(methods)}
+    M = np.full((len(problems), len(methods)), np.nan)
+    pidx = {p: i for i, p in enumerate(problems)}
+    for r in rows:
+        M[pidx[(r["dataset"], r["cls"])], idx[(r["kernel"], r["scorer"])]] = r["roc_auc"]
+    M = M[~np.isnan(M).any(axis=1)]
+    if len(M) == 0:
+        return None
+    ranks = _ranks(M).mean(axis=0)
+    k, n = len(methods), len(M)
+    q = studentized_range.ppf(0.95, k, np.inf) / math.sqrt(2)
+    cd = q * math.sqrt(k * (k + 1) / (6 * n))
+    order = np.argsort(ranks)
+    fig, ax = plt.subplots(figsize=(7, 0.22 * k + 1.2))
+    ax.barh(range(k), ranks[order], color="tab:blue")
+    ax.set_yticks(range(k), [f"{methods[i][0]} / {methods[i][1]}" for i in order], fontsize=6)
+    ax.invert_yaxis()
+    best = ranks[order[0]]
+    ax.axvline(best + cd, color="tab:red", ls="--", lw=1,
+               label=f"best + Nemenyi CD ({cd:.2f}, {n} problems)")  # fmt: skip
+    ax.set_xlabel("mean ROC-AUC rank (1 = best)")
+    ax.legend(fontsize=7)
+    p = out / "mean_rank.png"
+    fig.savefig(p, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return p
+
+
+# ----------------------------------------------------------------------------- report
+def write_report(store_path: str | Path, out_dir: str | Path, setting: str | None = None,
+                 reference_csv: str | Path | None = None, plots: bool = True) -> dict:  # fmt: skip
+    """Write ``report.md``, ``tables.tex``, ``results.csv`` and the PNG plots to ``out_dir``;
+    returns {"files": [...], "summary": res}."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with ResultStore(store_path) as store:
+        setting = setting or _latest_setting(store)
+        if setting is None:
+            raise ValueError(f"the store {store_path} holds no results")
+        res = summary(store, setting)
+        files = []
+        md = [f"# Results (store `{Path(store_path).name}`, setting `{setting}`)", "",
+              "Test-split metrics, mean over the classes of each data set (one-versus-rest, "
+              "normal class positive); hyper-parameters selected by repeated stratified "
+              "k-fold CV on the training split. Best per data set in bold.", "",
+              "```", json.dumps(store.settings().get(setting, {}), sort_keys=True), "```", "",
+              markdown_tables(res)]  # fmt: skip
+        if reference_csv is not None and Path(reference_csv).is_file():
+            comp = reference_comparison(res, reference_csv)
+            if comp:
+                md += ["## Against the reference figures", "", _reference_md(comp)]
+        runs = store.query("SELECT * FROM runs WHERE setting=? ORDER BY id", (setting,))
+        md += ["## Time", "", _timing_md(timing_breakdown(store, setting), runs)]
+        (out / "report.md").write_text("\n".join(md))
+        (out / "tables.tex").write_text(latex_tables(res))
+        files += [out / "report.md", out / "tables.tex"]
+        with open(out / "results.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["dataset", "kernel", "scorer", "roc_auc", "pr_auc", "n_classes"])
+            for (d, k, s), e in sorted(res.items()):
+                w.writerow([d, k, s, e["roc_auc"], e["pr_auc"], e["n_classes"]])
+        files.append(out / "results.csv")
+        if plots:
+            files += _plots(store, setting, res, out)
+    return {"files": [str(p) for p in files], "summary": res, "setting": setting}
