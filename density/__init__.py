@@ -1,5 +1,26 @@
-"""density: the SOSREP pre-density estimator and baselines."""
+"""density: the SOSREP pre-density estimator and baselines on vector data (n, d)."""
 
-from ._natural_gradient import SOSREPSolution, sosrep_solve
+from ._bandwidth import FisherEstimate, fisher_objective, select_bandwidth
+from ._kde import KDE
+from ._kernels import Expansion, GaussianKernel, LaplacianKernel, VectorKernel
+from ._natural_gradient import FeatureGram, SOSREPSolution, sosrep_solve
+from ._sdo import SDOKernel, sdo_default_m, sdo_log_scale
+from ._sosrep import SOSREP
 
-__all__ = ["SOSREPSolution", "sosrep_solve"]
+__all__ = [
+    "Expansion",
+    "FeatureGram",
+    "FisherEstimate",
+    "GaussianKernel",
+    "KDE",
+    "LaplacianKernel",
+    "SDOKernel",
+    "SOSREP",
+    "SOSREPSolution",
+    "VectorKernel",
+    "fisher_objective",
+    "sdo_default_m",
+    "sdo_log_scale",
+    "select_bandwidth",
+    "sosrep_solve",
+]

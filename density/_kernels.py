@@ -1,0 +1,322 @@
+r"""Kernels on vector data (n, d) for the density estimators, and kernel expansions.
+
+Three kernels, each with one bandwidth parameter (``bandwidth_param``):
+
+* :class:`GaussianKernel` :math:`k(x, y) = \exp(-|x-y|^2 / (2\sigma^2))`, exact.
+* :class:`LaplacianKernel` :math:`k(x, y) = \exp(-|x-y| / \sigma)`, exact.
+* :class:`SDOKernel` (see ``_sdo.py``): random Fourier features of the SDO kernel.
+
+A fitted kernel builds an :class:`Expansion` :math:`f(x) = \sum_i w_i k(c_i, x)` (the form of
+both SOSREP and KDE) that evaluates :math:`f`, :math:`\log |f|` stably, and the closed-form
+Laplacian :math:`\Delta_x f` used by the Fisher-divergence bandwidth selection.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from sklearn.base import BaseEstimator
+
+from ._validation import check_positive, resolve_device, resolve_dtype
+
+__all__ = ["VectorKernel", "GaussianKernel", "LaplacianKernel", "Expansion"]
+
+#: Rows of X evaluated at once against all centres (bounds the (rows, N) working matrix).
+_CHUNK = 2048
+
+
+def _sqdist(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    """Squared Euclidean distances (n_X, n_Y); rounding negatives (|.| ~ eps |x|^2) set to 0."""
+    d2 = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
+    return d2.clamp_min_(0.0)
+
+
+class VectorKernel(BaseEstimator):
+    """Base class of the vector kernels (sklearn parameters; fitted state ends in ``_``).
+
+    Subclasses set ``bandwidth_param`` (the name of the bandwidth parameter),
+    ``random_features`` and ``nonnegative`` (k >= 0 everywhere, so SOSREP's natural gradient
+    is guaranteed to stay positive), and implement either ``_log_k`` (exact kernels) or
+    ``_features`` (random-feature kernels).
+    """
+
+    bandwidth_param: str = ""
+    random_features: bool = False
+    nonnegative: bool = True
+    #: True when Delta_x k(c, x) is singular at x = c (non-smooth kernels).
+    laplacian_singular_at_centres: bool = False
+
+    def __init__(self, *, device=None, dtype=None):
+        self.device = device
+        self.dtype = dtype
+
+    # -- fitting ---------------------------------------------------------------------------
+    def fit(self, X: torch.Tensor) -> VectorKernel:
+        """Record the dimension (and draw random features) for data X (n, d)."""
+        self._check_params()
+        self.dtype_ = resolve_dtype(self.dtype)
+        self.device_ = resolve_device(self.device)
+        self.n_features_in_ = int(X.shape[1])
+        self._fit(self.n_features_in_)
+        return self
+
+    def _check_params(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    def _fit(self, d: int) -> None:
+        pass
+
+    def _to(self, X) -> torch.Tensor:
+        return torch.as_tensor(X).to(device=self.device_, dtype=self.dtype_)
+
+    # -- values ----------------------------------------------------------------------------
+    def gram(self, X, Y=None) -> torch.Tensor:
+        """Kernel matrix k(X_i, Y_j): Tensor of shape (n_X, n_Y) (Y = X when None)."""
+        from ._validation import as_data
+
+        X = as_data(X, "X", dtype=self.dtype_, device=self.device_, n_features=self.n_features_in_)
+        Y = (
+            X
+            if Y is None
+            else as_data(
+                Y, "Y", dtype=self.dtype_, device=self.device_, n_features=self.n_features_in_
+            )
+        )
+        if self.random_features:
+            return math.exp(self.log_scale_) * (self._features(X) @ self._features(Y).T)
+        return self._log_k(X, Y).exp()
+
+    def log_integral(self) -> float:
+        r""":math:`\log \int k(0, x)\,dx` (turns a kernel mean into a normalised density)."""
+        raise NotImplementedError
+
+    def _log_k(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _features(self, X: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _laplacian_k(self, X: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+        """Delta_x k(c_j, x_i) (n_X, n_C) for exact kernels."""
+        raise NotImplementedError
+
+    def _k_torch(self, X: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+        """k(c_j, x_i) (n_X, n_C), twice differentiable in X by autograd (no matmul trick)."""
+        raise NotImplementedError
+
+    def expansion(
+        self, centres: torch.Tensor, weights: torch.Tensor, log_weight_scale: float = 0.0
+    ) -> Expansion:
+        r""":math:`f(x) = e^{s} \sum_i w_i k(c_i, x)` (centres (N, d), weights (N,), s given)."""
+        return Expansion(self, centres, weights, log_weight_scale)
+
+
+class Expansion:
+    r"""A kernel expansion :math:`f(x) = e^{\lambda} \sum_i w_i k(c_i, x)` of a fitted kernel.
+
+    :math:`\lambda` = ``log_factor`` (a constant kept in log space: the SDO scale
+    :math:`k_a(x, x)` under- or overflows for large d). Random-feature kernels collapse the sum
+    to :math:`\phi(x)^\top v` with :math:`v = \Phi^\top w` (one pass over D features per point).
+    """
+
+    def __init__(
+        self,
+        kernel: VectorKernel,
+        centres: torch.Tensor,
+        weights: torch.Tensor,
+        log_weight_scale: float = 0.0,
+    ):
+        self.kernel = kernel
+        self.weights = weights
+        self.positive_weights = bool((weights > 0).all())
+        self.log_factor = float(log_weight_scale)
+        if kernel.random_features:
+            self.log_factor += kernel.log_scale_
+            self.v = sum(
+                kernel._features(c).T @ w
+                for c, w in zip(self._chunks(centres), self._chunks(weights))
+            )
+            self.centres = None
+        else:
+            self.centres = centres
+            self.log_w = weights.log() if self.positive_weights else None
+
+    @staticmethod
+    def _chunks(X: torch.Tensor):
+        for s in range(0, X.shape[0], _CHUNK):
+            yield X[s : s + _CHUNK]
+
+    def raw_value(self, X: torch.Tensor) -> torch.Tensor:
+        r""":math:`e^{-\lambda} f(X)`: Tensor of shape (n,) (same sign and ranking as f)."""
+        k = self.kernel
+        if k.random_features:
+            return torch.cat([k._features(x) @ self.v for x in self._chunks(X)])
+        return torch.cat([k._log_k(x, self.centres).exp() @ self.weights for x in self._chunks(X)])
+
+    def value(self, X: torch.Tensor) -> torch.Tensor:
+        """f(X): Tensor of shape (n,)."""
+        return math.exp(self.log_factor) * self.raw_value(X)
+
+    def log_abs_value(self, X: torch.Tensor) -> torch.Tensor:
+        r""":math:`\log |f(x)|` (n,): log-sum-exp for positive weights on an exact kernel (no
+        underflow far from the data); otherwise the log of the computed :math:`|f|`, which is
+        ``-inf`` exactly where f = 0."""
+        k = self.kernel
+        if not k.random_features and self.positive_weights:
+            out = torch.cat(
+                [
+                    torch.logsumexp(k._log_k(x, self.centres) + self.log_w, dim=1)
+                    for x in self._chunks(X)
+                ]
+            )
+        else:
+            out = self.raw_value(X).abs().log()
+        return out + self.log_factor
+
+    def raw_value_and_laplacian(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r""":math:`e^{-\lambda}` (f(X), :math:`\Delta_x f(X)`), both (n,), in closed form."""
+        k = self.kernel
+        fs, ls = [], []
+        for x in self._chunks(X):
+            if k.random_features:
+                phi, lap_phi = k._features_and_laplacian(x)
+                fs.append(phi @ self.v)
+                ls.append(lap_phi @ self.v)
+            else:
+                fs.append(k._log_k(x, self.centres).exp() @ self.weights)
+                ls.append(k._laplacian_k(x, self.centres) @ self.weights)
+        return torch.cat(fs), torch.cat(ls)
+
+    def raw_value_grad_laplacian(
+        self, X: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        r""":math:`e^{-\lambda}` (f (n,), :math:`\nabla f` (n, d), :math:`\Delta f` (n,)).
+
+        Closed form."""
+        k = self.kernel
+        fs, gs, ls = [], [], []
+        for x in self._chunks(X):
+            if k.random_features:
+                phi, lap_phi = k._features_and_laplacian(x)
+                fs.append(phi @ self.v)
+                ls.append(lap_phi @ self.v)
+                gs.append(k._features_grad(x, self.v))
+            else:
+                kx = k._log_k(x, self.centres).exp() * self.weights  # (n, N): w_i k(c_i, x)
+                fs.append(kx.sum(1))
+                ls.append(k._laplacian_k(x, self.centres) @ self.weights)
+                gs.append(k._grad_weighted(x, self.centres, kx))
+        return torch.cat(fs), torch.cat(gs), torch.cat(ls)
+
+    def raw_torch_value(self, X: torch.Tensor) -> torch.Tensor:
+        r""":math:`e^{-\lambda} f(X)` through operations autograd differentiates twice."""
+        k = self.kernel
+        if k.random_features:
+            return k._features(X) @ self.v
+        return k._k_torch(X, self.centres) @ self.weights
+
+
+class GaussianKernel(VectorKernel):
+    r"""Gaussian kernel :math:`k(x, y) = \exp(-|x - y|^2 / (2\sigma^2))` on :math:`\mathbb R^d`.
+
+    Exact (no random features); :math:`k \ge 0`.
+    :math:`\Delta_x k = k\,(|x-y|^2/\sigma^4 - d/\sigma^2)`.
+
+    >>> import torch
+    >>> k = GaussianKernel(1.0).fit(torch.zeros(1, 2))
+    >>> float(k.gram([[0.0, 0.0]], [[1.0, 0.0]])[0, 0])  # exp(-1/2)
+    0.6065306597126334
+    """
+
+    bandwidth_param = "sigma"
+
+    def __init__(self, sigma: float = 1.0, *, device=None, dtype=None):
+        super().__init__(device=device, dtype=dtype)
+        self.sigma = sigma
+
+    def _check_params(self) -> None:
+        check_positive(self.sigma, "sigma")
+
+    def log_integral(self) -> float:
+        return 0.5 * self.n_features_in_ * math.log(2 * math.pi * self.sigma**2)
+
+    def _log_k(self, X, Y):
+        return _sqdist(X, Y) / (-2.0 * self.sigma**2)
+
+    def _laplacian_k(self, X, C):
+        d2 = _sqdist(X, C)
+        s2 = self.sigma**2
+        return (d2 / (-2.0 * s2)).exp() * (d2 / s2**2 - self.n_features_in_ / s2)
+
+    def _grad_weighted(self, X, C, kx):
+        # sum_i w_i k(c_i, x) (c_i - x) / sigma^2, kx = w_i k(c_i, x)
+        return (kx @ C - kx.sum(1, keepdim=True) * X) / self.sigma**2
+
+    def _k_torch(self, X, C):
+        diff = X[:, None, :] - C[None, :, :]
+        return ((diff * diff).sum(-1) / (-2.0 * self.sigma**2)).exp()
+
+
+class LaplacianKernel(VectorKernel):
+    r"""Laplacian (Abel) kernel :math:`k(x, y) = \exp(-|x - y| / \sigma)` (Euclidean norm).
+
+    Exact; :math:`k \ge 0`. Off the centres
+    :math:`\Delta_x k = k\,(1/\sigma^2 - (d-1)/(\sigma |x-y|))`; it is singular at x = y (the
+    kernel is not twice differentiable there), and evaluating the Laplacian at a centre raises.
+
+    >>> import torch
+    >>> k = LaplacianKernel(2.0).fit(torch.zeros(1, 2))
+    >>> float(k.gram([[0.0, 0.0]], [[3.0, 4.0]])[0, 0])  # exp(-5/2)
+    0.0820849986238988
+    """
+
+    bandwidth_param = "sigma"
+    laplacian_singular_at_centres = True
+
+    def __init__(self, sigma: float = 1.0, *, device=None, dtype=None):
+        super().__init__(device=device, dtype=dtype)
+        self.sigma = sigma
+
+    def _check_params(self) -> None:
+        check_positive(self.sigma, "sigma")
+
+    def log_integral(self) -> float:
+        d = self.n_features_in_
+        # int exp(-|x|/s) dx = |S^{d-1}| s^d Gamma(d), |S^{d-1}| = 2 pi^{d/2} / Gamma(d/2)
+        return (
+            math.log(2.0)
+            + 0.5 * d * math.log(math.pi)
+            - math.lgamma(0.5 * d)
+            + d * math.log(self.sigma)
+            + math.lgamma(d)
+        )
+
+    def _log_k(self, X, Y):
+        return _sqdist(X, Y).sqrt() / (-self.sigma)
+
+    def _laplacian_k(self, X, C):
+        r = _sqdist(X, C).sqrt()
+        if bool((r == 0).any()):
+            raise ValueError(
+                "LaplacianKernel: the Laplacian of exp(-|x - c|/sigma) is singular at x = c and "
+                "an evaluation point coincides with a centre; drop duplicated points"
+            )
+        d = self.n_features_in_
+        k = (r / -self.sigma).exp()
+        return k * (1.0 / self.sigma**2 - (d - 1) / (self.sigma * r))
+
+    def _grad_weighted(self, X, C, kx):
+        # sum_i w_i k(c_i, x) (c_i - x) / (sigma |x - c_i|); a coinciding centre raises above
+        r = _sqdist(X, C).sqrt()
+        if bool((r == 0).any()):
+            raise ValueError(
+                "LaplacianKernel: exp(-|x - c|/sigma) is not differentiable at x = c and an "
+                "evaluation point coincides with a centre; drop duplicated points"
+            )
+        q = kx / (self.sigma * r)
+        return q @ C - q.sum(1, keepdim=True) * X
+
+    def _k_torch(self, X, C):
+        diff = X[:, None, :] - C[None, :, :]
+        return ((diff * diff).sum(-1).sqrt() / (-self.sigma)).exp()

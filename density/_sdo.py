@@ -1,0 +1,146 @@
+r"""The SDO kernel by random Fourier features (Kozdoba, Perets, Mannor, ICML 2024).
+
+.. math::
+
+    k_a(x, y) = \int_{\mathbb R^d} \frac{\cos(2\pi \langle y - x, z\rangle)}
+                {1 + a (2\pi)^{2m} |z|^{2m}}\,dz, \qquad m > d/2 \ (\text{default } \lfloor d/2
+                \rfloor + 1).
+
+Write :math:`z = r\theta` (:math:`\theta` uniform on the sphere). The radius has density
+:math:`\propto r^{d-1} / (1 + a (2\pi r)^{2m})`; with :math:`u = a (2\pi r)^{2m}` this is the
+beta-prime law :math:`u^{p-1}/(1+u)` with :math:`p = d/(2m)` (shapes :math:`p, 1-p`), i.e.
+:math:`u = G_1/G_2` for independent :math:`G_1 \sim \Gamma(p)`, :math:`G_2 \sim \Gamma(1-p)`.
+It is sampled exactly in log space, :math:`\log G = \log G' + \log(U)/s` with
+:math:`G' \sim \Gamma(s+1)` (no underflow of small-shape gammas), and
+:math:`r = \exp((\log u - \log a)/(2m)) / (2\pi)`: exact for every a, no grid of radii. One base
+draw (directions, log u, phases) serves every a, so features are drawn once at fit.
+
+Features :math:`\phi_j(x) = \sqrt{2/D}\cos(2\pi\langle z_j, x\rangle + b_j)` with phases
+:math:`b_j \sim U[0, 2\pi)` give :math:`k_a(x, y) \approx C_a\,\phi(x)^\top\phi(y)`, where
+:math:`C_a = k_a(x, x) = |S^{d-1}|(2\pi)^{-d} a^{-p}\,\pi / (2m \sin(\pi p))` is kept as
+``log_scale_`` (log space: it under/overflows for large d). :math:`\int k_a(0, x)\,dx = 1`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ._kernels import VectorKernel
+from ._validation import check_int, check_positive
+
+__all__ = ["SDOKernel", "sdo_log_scale", "sdo_default_m"]
+
+
+def sdo_default_m(d: int) -> int:
+    """m = floor(d/2) + 1 (the smallest integer m > d/2)."""
+    return d // 2 + 1
+
+
+def sdo_log_scale(a: float, d: int, m: int) -> float:
+    r""":math:`\log k_a(x, x) = \log\bigl(|S^{d-1}| (2\pi)^{-d} a^{-d/(2m)} \pi /
+    (2m \sin(\pi d / (2m)))\bigr)`."""
+    p = d / (2 * m)
+    log_sphere = math.log(2.0) + 0.5 * d * math.log(math.pi) - math.lgamma(0.5 * d)
+    return (
+        log_sphere
+        - d * math.log(2 * math.pi)
+        - p * math.log(a)
+        + math.log(math.pi)
+        - math.log(2 * m)
+        - math.log(math.sin(math.pi * p))
+    )
+
+
+def _log_gamma_sample(rng: np.random.Generator, shape: float, size: int) -> np.ndarray:
+    """log of Gamma(shape) draws, exact and free of underflow for small shapes."""
+    g = rng.gamma(shape + 1.0, size=size)
+    u = rng.uniform(size=size)
+    u = np.where(u == 0.0, np.finfo(float).tiny, u)  # U = 0 has probability 2^-53 per draw
+    return np.log(g) + np.log(u) / shape
+
+
+class SDOKernel(VectorKernel):
+    r"""Random Fourier features of the SDO kernel :math:`k_a` (module docstring for the formula).
+
+    Parameters: ``a`` > 0 (bandwidth: length scale :math:`a^{1/(2m)}`), ``m`` (integer > d/2,
+    default floor(d/2) + 1), ``n_features`` D, ``seed``. Features are drawn at ``fit`` and
+    reused for every later evaluation; only ``a`` rescales them, so
+    ``clone(k).set_params(a=...)`` with the same seed shares the base draw.
+
+    >>> import torch
+    >>> k = SDOKernel(a=1.0, n_features=20000, seed=0).fit(torch.zeros(1, 1))
+    >>> round(float(k.gram([[0.0]], [[0.0]])[0, 0]), 1)  # 1/(2 sqrt(a)) for d = m = 1
+    0.5
+    """
+
+    bandwidth_param = "a"
+    random_features = True
+    nonnegative = False
+
+    def __init__(
+        self,
+        a: float = 1.0,
+        m: int | None = None,
+        n_features: int = 10_000,
+        seed: int = 0,
+        *,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(device=device, dtype=dtype)
+        self.a = a
+        self.m = m
+        self.n_features = n_features
+        self.seed = seed
+
+    def _check_params(self) -> None:
+        check_positive(self.a, "a")
+        check_int(self.n_features, "n_features")
+        check_int(self.seed, "seed", minimum=0)
+        if self.m is not None:
+            check_int(self.m, "m")
+
+    def _fit(self, d: int) -> None:
+        m = sdo_default_m(d) if self.m is None else int(self.m)
+        if 2 * m <= d:
+            raise ValueError(
+                f"`m` must exceed d/2 = {d / 2} for the SDO kernel to be finite, got {m}"
+            )
+        self.m_ = m
+        D = int(self.n_features)
+        rng = np.random.default_rng(self.seed)
+        theta = rng.standard_normal((D, d))
+        theta /= np.linalg.norm(theta, axis=1, keepdims=True)
+        p = d / (2 * m)
+        log_u = _log_gamma_sample(rng, p, D) - _log_gamma_sample(rng, 1.0 - p, D)
+        phases = rng.uniform(0.0, 2 * math.pi, size=D)
+        log_r = (log_u - math.log(self.a)) / (2 * m) - math.log(2 * math.pi)
+        radius = np.exp(log_r)
+        # store 2 pi z directly: phi(x) = sqrt(2/D) cos(x @ omega.T + b), omega = 2 pi z
+        self.omega_ = torch.as_tensor(2 * math.pi * radius[:, None] * theta).to(
+            self.device_, self.dtype_
+        )
+        self.phases_ = torch.as_tensor(phases).to(self.device_, self.dtype_)
+        self.log_scale_ = sdo_log_scale(float(self.a), d, m)
+        self._feat_norm = math.sqrt(2.0 / D)
+
+    def log_integral(self) -> float:
+        return 0.0
+
+    def _features(self, X: torch.Tensor) -> torch.Tensor:
+        """Normalised features (n, D): k_a(x, y) ~ exp(log_scale_) phi(x) . phi(y)."""
+        return torch.cos(X @ self.omega_.T + self.phases_) * self._feat_norm
+
+    def _features_grad(self, X: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        r""":math:`\nabla_x (\phi(x)^\top v)` (n, d) = :math:`-\sum_j v_j \sqrt{2/D}
+        \sin(\omega_j x + b_j)\,\omega_j`."""
+        s = torch.sin(X @ self.omega_.T + self.phases_) * (-self._feat_norm)
+        return (s * v) @ self.omega_
+
+    def _features_and_laplacian(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r"""(phi(X), :math:`\Delta \phi(X)`) with :math:`\Delta\phi_j = -|\omega_j|^2 \phi_j`."""
+        phi = self._features(X)
+        return phi, phi * (-(self.omega_ * self.omega_).sum(1))

@@ -1,0 +1,142 @@
+r"""SOSREP: the Sobolev-space regularised pre-density estimator (Kozdoba, Perets, Mannor 2024).
+
+.. math::
+
+    f = \sum_i \alpha_i k(x_i, \cdot), \qquad
+    \min_f\; -\frac1N \sum_i \log f(x_i)^2 + \|f\|_H^2,
+
+solved by the package's natural-gradient solver (:func:`density.sosrep_solve`) from a
+non-negative initialisation, to :math:`\max_i |N\alpha_i f(x_i) - 1| < \mathrm{tol}`. The
+pre-density is :math:`f^2` (unnormalised) and ``score_samples`` returns :math:`\log f(x)^2`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.validation import check_is_fitted
+
+from ._kernels import Expansion, VectorKernel
+from ._natural_gradient import FeatureGram, sosrep_solve
+from ._validation import as_data, check_int, check_positive, resolve_device
+
+__all__ = ["SOSREP"]
+
+
+def _fit_kernel(kernel: VectorKernel, X, device, min_samples: int):
+    if not isinstance(kernel, VectorKernel):
+        raise TypeError(
+            "`kernel` must be a density kernel (GaussianKernel, LaplacianKernel, SDOKernel), "
+            f"got {type(kernel).__name__}"
+        )
+    kernel_ = clone(kernel)
+    if device is not None:
+        kernel_.set_params(device=resolve_device(device))
+    Xt = as_data(X, "X", min_samples=min_samples)
+    kernel_.fit(Xt)
+    return kernel_, Xt.to(device=kernel_.device_, dtype=kernel_.dtype_)
+
+
+class SOSREP(BaseEstimator):
+    r"""SOSREP pre-density :math:`f^2`, :math:`f = \sum_i \alpha_i k(x_i, \cdot)`.
+
+    Parameters
+    ----------
+    kernel : GaussianKernel, LaplacianKernel or SDOKernel (cloned at fit).
+    lr : natural-gradient step in (0, 1/2).
+    max_iter, tol : iteration cap and the convergence threshold on
+        :math:`\max_i |N\alpha_i f(x_i) - 1|`.
+    device : torch device for the fit and scoring (overrides the kernel's); "cuda" works.
+    seed : seed of the initialisation :math:`\alpha_0 = 0.1|N(0, 1)|`.
+
+    Random-feature kernels use :math:`K\alpha = \Phi(\Phi^\top\alpha)` (K never formed) and
+    their Gram can hold negative entries, so alpha and f(x_i) may change sign there (the
+    objective sees f only through f^2); with a non-negative exact kernel alpha stays > 0.
+
+    Fitted attributes: ``alpha_`` (N,) coefficients of the kernel as defined, ``kernel_``,
+    ``n_iter_``, ``converged_``, ``residual_``, ``fit_time_`` (seconds).
+
+    ``score_samples(X)`` is :math:`\log f(x)^2 = 2\log|f(x)|`: log-sum-exp over the centres for
+    an exact kernel (alpha > 0, no underflow far from the data). For random-feature kernels f
+    may be negative at a point (f^2 is still the pre-density) and is exactly 0 only with
+    probability zero; where it is 0 the score is ``-inf`` (the log of a zero pre-density), never
+    clamped to a small number.
+    """
+
+    def __init__(
+        self,
+        kernel: VectorKernel,
+        lr: float = 0.1,
+        max_iter: int = 10_000,
+        tol: float = 1e-6,
+        device=None,
+        seed: int = 0,
+    ):
+        self.kernel = kernel
+        self.lr = lr
+        self.max_iter = max_iter
+        self.tol = tol
+        self.device = device
+        self.seed = seed
+
+    def fit(self, X, y=None) -> SOSREP:
+        """Fit on X (n, d), n >= 2; returns self."""
+        check_positive(self.tol, "tol")
+        check_int(self.max_iter, "max_iter")
+        check_int(self.seed, "seed", minimum=0)
+        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 0.5):
+            raise ValueError(f"`lr` must be a float in (0, 1/2), got {self.lr!r}")
+        t0 = time.perf_counter()
+        self.kernel_, Xt = _fit_kernel(self.kernel, X, self.device, min_samples=2)
+        k = self.kernel_
+        if k.random_features:
+            Phi = k._features(Xt)
+            if not bool(torch.isfinite(Phi).all()):
+                raise FloatingPointError("SDO features are not finite; check `a` and the data")
+            sol = sosrep_solve(
+                FeatureGram(Phi),
+                lr=self.lr,
+                max_iter=int(self.max_iter),
+                tol=self.tol,
+                seed=self.seed,
+                require_positive=False,
+            )
+            del Phi
+            # solved for the normalised kernel k / C; alpha for k itself is alpha / sqrt(C)
+            log_w = -0.5 * k.log_scale_
+        else:
+            K = k._log_k(Xt, Xt).exp()
+            sol = sosrep_solve(
+                K,
+                lr=self.lr,
+                max_iter=int(self.max_iter),
+                tol=self.tol,
+                seed=self.seed,
+                require_positive=k.nonnegative,
+            )
+            del K
+            log_w = 0.0
+        self.n_iter_ = sol.n_iter
+        self.converged_ = sol.converged
+        self.residual_ = sol.residual
+        self.expansion_: Expansion = k.expansion(Xt, sol.alpha, log_weight_scale=log_w)
+        self.alpha_ = sol.alpha * math.exp(log_w)
+        self.n_features_in_ = Xt.shape[1]
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _check_X(self, X) -> torch.Tensor:
+        check_is_fitted(self, "expansion_")
+        k = self.kernel_
+        return as_data(X, "X", dtype=k.dtype_, device=k.device_, n_features=self.n_features_in_)
+
+    def score_samples(self, X) -> torch.Tensor:
+        r""":math:`\log f(x)^2` for each row of X: Tensor of shape (n,) (higher = more normal)."""
+        return 2.0 * self.expansion_.log_abs_value(self._check_X(X))
+
+    def f(self, X) -> torch.Tensor:
+        """The signed function f(X) (n,); may overflow for large d, prefer score_samples."""
+        return self.expansion_.value(self._check_X(X))
