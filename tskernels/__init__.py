@@ -10,7 +10,10 @@ from . import (
 )
 from ._base import DEFAULT_MAX_MEMORY, Kernel, NonFiniteKernelError
 from ._elementary import FlattenedKernel, IntegralKernel
+from ._randomized_signature import RandomizedSignatureKernel
 from ._registry import KernelSpec, kernel_registry, make_kernel, register
+from ._signature_pde import SignaturePDEKernel
+from ._signature_truncated import TruncatedSignatureKernel
 from ._static import RBF, Laplacian, Linear, Polynomial, StaticKernel
 from ._validation import SeriesBatch, as_series_batch
 
@@ -25,8 +28,11 @@ __all__ = [
     "NonFiniteKernelError",
     "Polynomial",
     "RBF",
+    "RandomizedSignatureKernel",
     "SeriesBatch",
+    "SignaturePDEKernel",
     "StaticKernel",
+    "TruncatedSignatureKernel",
     "as_series_batch",
     "kernel_registry",
     "make_kernel",

@@ -7,9 +7,10 @@ import numpy as np
 import torch
 
 from ._base import Kernel, NonFiniteKernelError
+from ._registry import KernelSpec, register
+from ._signature_pde_torch import double_difference, pde_wavefront
 from ._static import RBF, Linear, StaticKernel
 from ._validation import SeriesBatch, check_int, check_positive
-from ._signature_pde_torch import double_difference, pde_wavefront
 
 __all__ = ["SignaturePDEKernel", "lifted_increments", "lifted_increments_pairs", "check_static"]
 
@@ -44,9 +45,7 @@ def lifted_increments(static: StaticKernel, x: torch.Tensor, y: torch.Tensor) ->
     return double_difference(E.permute(0, 2, 1, 3)).contiguous()
 
 
-def lifted_increments_pairs(
-    static: StaticKernel, x: torch.Tensor, y: torch.Tensor
-) -> torch.Tensor:
+def lifted_increments_pairs(static: StaticKernel, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """As :func:`lifted_increments` for aligned pairs: (P, T1, d), (P, T2, d) -> (P, T1-1, T2-1)."""
     if type(static) is Linear:
         return static.cross(torch.diff(x, dim=1), torch.diff(y, dim=1))
@@ -239,3 +238,24 @@ class SignaturePDEKernel(Kernel):
                 f"finite and positive). {_HINT}"
             )
 
+
+register(
+    KernelSpec(
+        "pde_sig_rbf",
+        SignaturePDEKernel,
+        lambda: SignaturePDEKernel(RBF(1.0), scale=0.25, dyadic_order=2),
+        True,
+        True,
+        "signature PDE kernel (Goursat, dyadic order 2), RBF lift",
+    )
+)
+register(
+    KernelSpec(
+        "pde_sig_linear",
+        SignaturePDEKernel,
+        lambda: SignaturePDEKernel(Linear(), scale=0.1, dyadic_order=2),
+        True,
+        True,
+        "signature PDE kernel (Goursat, dyadic order 2), linear lift",
+    )
+)

@@ -3,7 +3,8 @@ r"""Compiled (numba) cores of the signature PDE kernel: the Goursat PDE solved p
 Isolated numba module. Every solver takes a list of pairs ``(ii[q], jj[q])`` and writes
 ``out[q]``. Pairs are processed in chunks of ``_P`` at once, the pair index being the
 innermost (contiguous) array axis, so the cell update vectorises over pairs (SIMD) and the
-dependency chain along a row is a single fused multiply-add; chunks are distributed over threads with ``prange``. Only two rows of the refined grid are kept.
+dependency chain along a row is a single fused multiply-add; chunks are distributed over
+threads with ``prange``. Only two rows of the refined grid are kept.
 
 The scheme on the dyadically refined grid (steps :math:`2^{-\lambda_1}, 2^{-\lambda_2}`),
 with :math:`g` the increment inner product of the current original cell divided by
@@ -49,7 +50,8 @@ def _sweep(Kprev, Kcur, A, B, n_sub_rows, lam2, M2):
         for j in range(M2):
             b = j >> lam2
             for p in range(_P):
-                Kcur[j + 1, p] = A[b, p] * Kcur[j, p] + (A[b, p] * Kprev[j + 1, p] - B[b, p] * Kprev[j, p])
+                a, c = A[b, p], B[b, p]
+                Kcur[j + 1, p] = a * Kcur[j, p] + (a * Kprev[j + 1, p] - c * Kprev[j, p])
         Kprev, Kcur = Kcur, Kprev
     return Kprev, Kcur
 
