@@ -19,20 +19,24 @@ _LEVELS = ("cumulative", "single")
 _ALGORITHMS = ("auto", "features", "recursion")
 
 
-def signature_levels(increments: torch.Tensor, level: int) -> list[torch.Tensor]:
+def signature_levels(
+    increments: torch.Tensor, level: int, *, compiled: bool | None = None
+) -> list[torch.Tensor]:
     """Explicit truncated signatures of piecewise-linear paths, levels 1..``level``.
 
-    ``increments`` (n, L, d) -> list of Tensors (n, d^k), k = 1..level. Compiled on CPU,
-    a torch loop over time on other devices.
+    ``increments`` (n, L, d) -> list of Tensors (n, d^k), k = 1..level. ``compiled=None``:
+    the numba core on CPU, a torch loop over time on other devices.
     """
     n, L, d = increments.shape
-    if increments.device.type == "cpu":
+    if compiled is None:
+        compiled = increments.device.type == "cpu"
+    if compiled:
         from ._signature_truncated_numba import signatures
 
-        dx = np.ascontiguousarray(increments.detach().to(torch.float64).numpy())
+        dx = np.ascontiguousarray(increments.detach().to("cpu", torch.float64).numpy())
         out = np.zeros((n, sum(d**k for k in range(1, level + 1))))
         signatures(dx, level, out)
-        flat = torch.from_numpy(out).to(increments.dtype)
+        flat = torch.from_numpy(out).to(device=increments.device, dtype=increments.dtype)
         sizes = [d**k for k in range(1, level + 1)]
         return list(torch.split(flat, sizes, dim=1))
     S = [increments.new_zeros((n, d**k)) for k in range(1, level + 1)]

@@ -1,0 +1,72 @@
+"""Randomized signature kernel: Euler scheme oracle, reproducibility, invariances."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+
+from tskernels import RandomizedSignatureKernel, kernel_registry
+
+
+def _paths(seed, n, T, d):
+    return np.cumsum(np.random.default_rng(seed).normal(size=(n, T, d)) * 0.3, axis=1)
+
+
+def _euler(x, A, b, z0, act=np.tanh):
+    """Plain loop: Z_{t+1} = Z_t + sum_i act(A_i Z_t + b_i) dx^i_t."""
+    z = z0.copy()
+    for t in range(len(x) - 1):
+        dx = x[t + 1] - x[t]
+        z = z + sum(act(A[i] @ z + b[i]) * dx[i] for i in range(x.shape[1]))
+    return z
+
+
+def test_features_follow_euler_scheme():
+    X = _paths(0, 3, 9, 2)
+    k = RandomizedSignatureKernel(n_features=12, scale=0.3, seed=4)
+    A, b, z0 = (t.numpy() for t in k._draw(2))
+    assert np.isclose(A.var(), 0.3, rtol=0.2)
+    Z = k.features(X).numpy()
+    for i in range(3):
+        assert np.allclose(Z[i], _euler(X[i], A, b, z0), rtol=1e-12, atol=1e-12)
+    K = k.gram(X)
+    assert torch.allclose(K, torch.as_tensor(Z @ Z.T / 12), rtol=1e-12)
+    assert torch.allclose(k.diag(X), torch.diagonal(K), rtol=1e-12)
+    Y = _paths(1, 2, 5, 2)
+    assert torch.allclose(k.gram(X, Y), torch.as_tensor(Z @ k.features(Y).numpy().T / 12))
+
+
+def test_reproducible_per_seed_and_dtype():
+    X = _paths(2, 4, 7, 3)
+    k = RandomizedSignatureKernel(n_features=20, scale=0.5, seed=3)
+    assert torch.equal(k.gram(X), clone(k).gram(X))
+    assert not torch.allclose(k.gram(X), k.set_params(seed=4).gram(X))
+    k32 = RandomizedSignatureKernel(n_features=20, scale=0.5, seed=3, dtype=torch.float32)
+    k64 = RandomizedSignatureKernel(n_features=20, scale=0.5, seed=3)
+    assert torch.allclose(k32.features(X).double(), k64.features(X), rtol=1e-4, atol=1e-4)
+
+
+def test_padding_and_repeated_points_invariance():
+    rng = np.random.default_rng(5)
+    Xs = [np.cumsum(rng.normal(size=(T, 2)) * 0.3, 0) for T in (3, 8, 5)]
+    k = RandomizedSignatureKernel(n_features=10, scale=0.2)
+    K = k.gram(Xs)
+    for i in range(3):
+        assert torch.allclose(k.features(Xs[i][None])[0], k.features(Xs)[i], rtol=1e-13)
+    assert torch.allclose(k.gram([np.repeat(x, 2, axis=0) for x in Xs]), K, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"n_features": 0}, {"scale": 0.0}, {"seed": -1}, {"activation": "softmax"}],
+)
+def test_bad_parameters(kwargs):
+    with pytest.raises(ValueError, match=list(kwargs)[0]):
+        RandomizedSignatureKernel(**kwargs).gram(_paths(0, 2, 4, 2))
+
+
+def test_registry_entry():
+    spec = kernel_registry()["rand_sig_tanh"]
+    assert spec.cls is RandomizedSignatureKernel and spec.unequal_length
+    K = spec.example().gram(list(_paths(3, 5, 6, 2)))
+    assert torch.equal(K, K.T) and float(torch.linalg.eigvalsh(K).min()) > -1e-10
