@@ -67,4 +67,5 @@ class KDE(BaseEstimator):
 
     def density(self, X) -> torch.Tensor:
         r"""The signed estimate :math:`\hat p(x)` (n,) (may underflow far from the data)."""
-        return self.expansion_.value(self._check_X(X))
+        X = self._check_X(X)
+        return self.expansion_.value(X)

@@ -135,8 +135,10 @@ class SOSREP(BaseEstimator):
 
     def score_samples(self, X) -> torch.Tensor:
         r""":math:`\log f(x)^2` for each row of X: Tensor of shape (n,) (higher = more normal)."""
-        return 2.0 * self.expansion_.log_abs_value(self._check_X(X))
+        X = self._check_X(X)
+        return 2.0 * self.expansion_.log_abs_value(X)
 
     def f(self, X) -> torch.Tensor:
         """The signed function f(X) (n,); may overflow for large d, prefer score_samples."""
-        return self.expansion_.value(self._check_X(X))
+        X = self._check_X(X)
+        return self.expansion_.value(X)

@@ -399,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     r.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     r.add_argument("--db", default=str(DEFAULT_DB))
-    r.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    r.add_argument("--threads", type=int, default=1, help="torch threads (1: the cores are shared)")
     r.add_argument("--retry-failed", action="store_true", help="recompute keys that errored")
     r.add_argument("--verbose", action="store_true")
     q = sub.add_parser("report", help="print the AUC-ROC table")
@@ -417,6 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.action == "run":
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, str(args.threads))
         run(args)
     elif args.action == "report":
         report(args)

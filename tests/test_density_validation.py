@@ -1,0 +1,81 @@
+"""Bad inputs raise clear errors (never a silent NaN or clamp)."""
+
+import numpy as np
+import pytest
+import torch
+
+from density import KDE, SOSREP, GaussianKernel, LaplacianKernel, SDOKernel, sosrep_solve
+
+GOOD = np.random.default_rng(0).random((10, 2))
+
+
+@pytest.mark.parametrize("make", [lambda: SOSREP(GaussianKernel(1.0)), lambda: KDE(SDOKernel())])
+def test_nan_and_inf_data(make):
+    bad = GOOD.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite.*row 3, column 1"):
+        make().fit(bad)
+    est = make().fit(GOOD)
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        est.score_samples(bad)
+
+
+def test_single_point_and_empty():
+    with pytest.raises(ValueError, match="1 sample.*at least 2"):
+        SOSREP(GaussianKernel(1.0)).fit(GOOD[:1])
+    with pytest.raises(ValueError, match="at least"):
+        KDE(GaussianKernel(1.0)).fit(np.zeros((0, 2)))
+
+
+def test_zero_dimensions_and_wrong_shapes():
+    with pytest.raises(ValueError, match="d = 0"):
+        SOSREP(GaussianKernel(1.0)).fit(np.zeros((5, 0)))
+    with pytest.raises(ValueError, match="2-D"):
+        SOSREP(GaussianKernel(1.0)).fit(np.zeros(5))
+    est = SOSREP(GaussianKernel(1.0)).fit(GOOD)
+    with pytest.raises(ValueError, match="fitted on 2"):
+        est.score_samples(np.zeros((3, 3)))
+    with pytest.raises(TypeError, match="numeric"):
+        SOSREP(GaussianKernel(1.0)).fit(np.array([["a", "b"]]))
+
+
+def test_non_finite_kernel_values_raise():
+    K = torch.eye(3, dtype=torch.float64)
+    K[0, 2] = float("inf")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        sosrep_solve(K)
+    # finite data whose kernel values overflow: refused at fit, never clamped
+    huge = np.full_like(GOOD, 1.5e308)
+    with pytest.raises(FloatingPointError, match="not finite"):
+        SOSREP(SDOKernel(a=1e-4, n_features=50)).fit(huge)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        SOSREP(GaussianKernel(1.0)).fit(huge)
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="sigma"):
+        SOSREP(GaussianKernel(-1.0)).fit(GOOD)
+    with pytest.raises(ValueError, match="lr"):
+        SOSREP(GaussianKernel(1.0), lr=0.7).fit(GOOD)
+    with pytest.raises(ValueError, match="tol"):
+        SOSREP(GaussianKernel(1.0), tol=0).fit(GOOD)
+    with pytest.raises(TypeError, match="density kernel"):
+        SOSREP("rbf").fit(GOOD)
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        if torch.cuda.is_available():
+            raise ValueError("CUDA is not available (skipped branch on GPU machines)")
+        SOSREP(GaussianKernel(1.0), device="cuda").fit(GOOD)
+
+
+def test_unfitted_raises():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        SOSREP(GaussianKernel(1.0)).score_samples(GOOD)
+
+
+def test_laplacian_singular_at_centres_raises():
+    est = SOSREP(LaplacianKernel(1.0)).fit(GOOD)
+    with pytest.raises(ValueError, match="singular"):
+        est.expansion_.raw_value_and_laplacian(torch.as_tensor(GOOD[:2]))
