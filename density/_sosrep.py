@@ -25,6 +25,12 @@ from ._validation import as_data, check_int, check_positive, resolve_device
 
 __all__ = ["SOSREP"]
 
+#: Up to this many points the random-feature Gram K = Phi Phi^T is formed once (one GEMM,
+#: compute-bound) and iterated on; above it K alpha = Phi (Phi^T alpha) is applied per step
+#: (memory-bound, O(N D) per step, no N x N matrix). Measured crossover on 1-2 CPU cores with
+#: D = 10,000 and ~90 steps: a few thousand points (benchmarks/bench_density.py).
+DENSE_GRAM_MAX_N = 4000
+
 
 def _fit_kernel(kernel: VectorKernel, X, device, min_samples: int):
     if not isinstance(kernel, VectorKernel):
@@ -52,7 +58,8 @@ class SOSREP(BaseEstimator):
     device : torch device for the fit and scoring (overrides the kernel's); "cuda" works.
     seed : seed of the initialisation :math:`\alpha_0 = 0.1|N(0, 1)|`.
 
-    Random-feature kernels use :math:`K\alpha = \Phi(\Phi^\top\alpha)` (K never formed) and
+    Random-feature kernels use :math:`K\alpha = \Phi(\Phi^\top\alpha)` (K never formed) above
+    ``DENSE_GRAM_MAX_N`` points (below it forming K once is faster) and
     their Gram can hold negative entries, so alpha and f(x_i) may change sign there (the
     objective sees f only through f^2); with a non-negative exact kernel alpha stays > 0.
 
@@ -96,15 +103,16 @@ class SOSREP(BaseEstimator):
             Phi = k._features(Xt)
             if not bool(torch.isfinite(Phi).all()):
                 raise FloatingPointError("SDO features are not finite; check `a` and the data")
+            op = FeatureGram(Phi)
             sol = sosrep_solve(
-                FeatureGram(Phi),
+                op.dense() if Phi.shape[0] <= DENSE_GRAM_MAX_N else op,
                 lr=self.lr,
                 max_iter=int(self.max_iter),
                 tol=self.tol,
                 seed=self.seed,
                 require_positive=False,
             )
-            del Phi
+            del Phi, op
             # solved for the normalised kernel k / C; alpha for k itself is alpha / sqrt(C)
             log_w = -0.5 * k.log_scale_
         else:
