@@ -1,0 +1,249 @@
+"""Compiled (numba) core of the global alignment kernel: log K for pairs of series.
+
+The entry points assume clean inputs: C-contiguous float64 values V (n, T_max, d) and their
+transpose VT (n, d, T_max), int64 lengths, ``inv2s2 = 1 / (2 sigma^2)``, a float64 array ``w`` of per-offset weights indexed by
+|i - j| (length >= T_max; all ones unless Cuturi's triangular weights are asked), and
+``band`` (0 = no band, else cells with |i - j| >= band are excluded).
+
+Recursion (1-based cells, M[0, 0] = 1, M[i, 0] = M[0, j] = 0):
+
+    M[i, j] = kappa_ij (M[i-1, j-1] + M[i-1, j] + M[i, j-1]),
+    kappa_ij = e_ij / (2 - e_ij),  e_ij = w_|i-j| exp(-|x_i - y_j|^2 / (2 sigma^2)).
+
+It runs in linear space, one row at a time: the local kernels of a row are computed in a
+vectorised loop (a polynomial exp with explicit range reduction, accurate to 1 ulp, since
+libm's exp does not vectorise), the serial dependence along the row is halved by solving
+two steps of the first-order recurrence at once, and each row is scaled by the maximum of
+the previous one, whose log is added to a running log scale, so nothing overflows at any
+length. A pair is recomputed exactly in log space (log-sum-exp per
+cell) when a local kernel could underflow (|x_i - y_j|^2 / (2 sigma^2) > 700, screened per pair
+from the largest norms ``R``, then checked per row) or when the final cell is negligible
+(< 1e-250) against its row; with bandwidths near the median heuristic neither happens.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+_TINY = 1e-250
+_SHIFTER = 6755399441055744.0  # 1.5 * 2^52: (y + S) - S rounds y to the nearest integer
+_FM = {"contract"}  # allow fused multiply-add only
+# error_model="numpy": no zero-division checks in the loops (they block vectorisation);
+# divisors here are 2 - e >= 1 and a positive row maximum.
+
+
+@intrinsic
+def _bits_to_f64(typingctx, v):
+    """Reinterpret the bits of an int64 as a float64 (to build 2^k without a table)."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return sig, codegen
+
+
+@njit(cache=True, inline="always", fastmath=_FM)
+def _exp_nonpos(x):
+    """exp(x) for x <= 0 to 1 ulp, vectorisable; inputs below -708 return ~3e-308 (such
+    cells trip the underflow guard and the pair is redone in log space)."""
+    x = max(x, -708.0)
+    k = (x * 1.4426950408889634 + _SHIFTER) - _SHIFTER
+    r = x - k * 6.93147180369123816490e-01 - k * 1.90821492927058770002e-10
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return p * _bits_to_f64((np.int64(k) + 1023) << 52)
+
+
+@njit(cache=True)
+def _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band):
+    """log K(x, y) by the log-space recursion (exact fallback, log-sum-exp per cell)."""
+    d = x.shape[1]
+    ninf = -np.inf
+    prev = np.full(ny + 1, ninf)
+    cur = np.full(ny + 1, ninf)
+    prev[0] = 0.0
+    for i in range(1, nx + 1):
+        cur[0] = ninf
+        for j in range(1, ny + 1):
+            off = i - j if i >= j else j - i
+            if (band > 0 and off >= band) or w[off] <= 0.0:
+                cur[j] = ninf
+                continue
+            a = prev[j - 1]
+            b = prev[j]
+            c = cur[j - 1]
+            m = max(a, max(b, c))
+            if m == ninf:
+                cur[j] = ninf
+                continue
+            s = 0.0
+            for k in range(d):
+                diff = x[i - 1, k] - yT[k, j - 1]
+                s += diff * diff
+            le = math.log(w[off]) - s * inv2s2
+            lse = m + math.log(math.exp(a - m) + math.exp(b - m) + math.exp(c - m))
+            cur[j] = lse + le - math.log(2.0 - math.exp(le))
+        prev, cur = cur, prev
+    return prev[ny]
+
+
+@njit(cache=True, fastmath=_FM, error_model="numpy")
+def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
+    """log K(x, y): linear recursion with per-row rescaling and a running log scale.
+
+    ``careful``: some |x_i - y_j|^2 / (2 sigma^2) may exceed 700 (exp near underflow), so
+    each row is checked and the pair redone in log space if it does.
+    """
+    if band > 0 and abs(nx - ny) >= band:
+        return -np.inf
+    # separate allocations (not views of one buffer) so LLVM can vectorise the row loops
+    prev = np.zeros(ny + 2)
+    cur = np.zeros(ny + 2)
+    acc = np.zeros(ny + 2)
+    b = np.zeros(ny + 2)
+    prev[0] = 1.0
+    log_scale = 0.0
+    inv = 1.0  # 1 / max of the previous row (as stored)
+    mx = 1.0
+    for i in range(1, nx + 1):
+        lo = 1
+        hi = ny
+        if band > 0:
+            if i - band + 1 > 1:
+                lo = i - band + 1
+            if i + band - 1 < ny:
+                hi = i + band - 1
+        # squared distances |x_i - y_j|^2, vectorised over j (on slices: LLVM does not
+        # vectorise this loop with a run-time start index)
+        acc_v = acc[lo : hi + 1]
+        acc_v[:] = 0.0
+        for k in range(x.shape[1]):
+            xik = x[i - 1, k]
+            y_v = yT[k, lo - 1 : hi]
+            for q in range(hi - lo + 1):
+                diff = xik - y_v[q]
+                acc_v[q] += diff * diff
+        if careful:
+            top = 0.0
+            for q in range(hi - lo + 1):
+                top = acc_v[q] if acc_v[q] > top else top
+            if top * inv2s2 > 700.0:
+                return _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band)
+        # local kernels b[j] = kappa_ij, vectorised over j
+        nn = hi - lo + 1
+        b_v = b[lo : hi + 1]
+        if weighted:
+            for q in range(nn):
+                j = lo + q
+                off = i - j if i >= j else j - i
+                e = _exp_nonpos(-acc_v[q] * inv2s2) * w[off]
+                b_v[q] = e / (2.0 - e)
+        else:
+            for q in range(nn):
+                e = _exp_nonpos(-acc_v[q] * inv2s2)
+                b_v[q] = e / (2.0 - e)
+        # cur[j] = b[j] * (s[j] + cur[j-1]), s[j] = (prev[j-1] + prev[j]) / max(prev): two
+        # steps at once, so the serial path holds one multiply-add per two cells
+        p_v = prev[lo - 1 : hi + 1]  # p_v[q] = prev[lo - 1 + q]
+        c_v = cur[lo : hi + 1]
+        cur[lo - 1] = 0.0
+        c = 0.0  # cur[lo - 1]: boundary or outside the band
+        m1 = 0.0
+        m2 = 0.0
+        q = 0
+        while q < nn - 1:
+            b0 = b_v[q]
+            b1 = b_v[q + 1]
+            a0 = b0 * ((p_v[q] + p_v[q + 1]) * inv)
+            c1 = a0 + b0 * c
+            c = (b1 * ((p_v[q + 1] + p_v[q + 2]) * inv) + b1 * a0) + (b1 * b0) * c
+            c_v[q] = c1
+            c_v[q + 1] = c
+            m1 = c1 if c1 > m1 else m1
+            m2 = c if c > m2 else m2
+            q += 2
+        if q == nn - 1:
+            c = b_v[q] * ((p_v[q] + p_v[q + 1]) * inv + c)
+            c_v[q] = c
+            m1 = c if c > m1 else m1
+        cur[hi + 1] = 0.0
+        mx = m1 if m1 > m2 else m2
+        if i < nx:
+            log_scale += math.log(mx)
+            inv = 1.0 / mx
+        prev, cur = cur, prev
+    last = prev[ny]
+    if not last > _TINY * mx:  # the corner is negligible against its row: redo exactly
+        return _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band)
+    return math.log(last) + log_scale
+
+
+@njit(cache=True)
+def _careful(rx, ry, inv2s2):
+    """Whether |x_i - y_j|^2 / (2 sigma^2) can exceed 700, from the largest norms."""
+    return (rx + ry) * (rx + ry) * inv2s2 > 700.0
+
+
+@njit(cache=True, parallel=True)
+def log_gak_sym(V, VT, L, R, inv2s2, w, weighted, band):
+    """log K between all pairs of one batch, (n, n); upper triangle computed, then mirrored.
+
+    Task t handles rows t and n-1-t, so every task holds about n+1 pairs.
+    """
+    n = V.shape[0]
+    out = np.empty((n, n))
+    for tt in prange((n + 1) // 2):
+        t = np.int64(tt)  # prange indices are unsigned; keep index arithmetic in int64
+        for r in range(2):
+            i = t if r == 0 else n - 1 - t
+            if r == 1 and i == t:
+                break
+            for j in range(i, n):
+                care = _careful(R[i], R[j], inv2s2)
+                v = _pair_log_gak(V[i], L[i], VT[j], L[j], inv2s2, w, weighted, band, care)
+                out[i, j] = v
+                out[j, i] = v
+    return out
+
+
+@njit(cache=True, parallel=True)
+def log_gak_xy(VX, LX, RX, VYT, LY, RY, inv2s2, w, weighted, band):
+    """log K between two batches, (n_X, n_Y)."""
+    n, m = VX.shape[0], VYT.shape[0]
+    out = np.empty((n, m))
+    for pp in prange(n * m):
+        p = np.int64(pp)
+        i = p // m
+        j = p - i * m
+        care = _careful(RX[i], RY[j], inv2s2)
+        out[i, j] = _pair_log_gak(VX[i], LX[i], VYT[j], LY[j], inv2s2, w, weighted, band, care)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def log_gak_diag(V, VT, L, R, inv2s2, w, weighted, band):
+    """log K(x_i, x_i), (n,)."""
+    n = V.shape[0]
+    out = np.empty(n)
+    for i in prange(n):
+        care = _careful(R[i], R[i], inv2s2)
+        out[i] = _pair_log_gak(V[i], L[i], VT[i], L[i], inv2s2, w, weighted, band, care)
+    return out
