@@ -121,22 +121,20 @@ def _normalise(Kcc, Koc, d_o):
 
 def fold_grams(kernel, C, O, levels: list[int] | None = None):
     """Normalised Grams of corpus ``C`` and others ``O``: (Kcc (L, N, N), Koc (L, n, N),
-    diag of O (L, n)), L = len(levels) for a pass kernel (``gram_levels``), else 1."""
+    diag of O (L, n)), L = len(levels) for a pass kernel (``gram_levels``), else 1.
+
+    A kernel with a data-dependent parameter (``fit``, e.g. the GAK median heuristic) is
+    fitted on the corpus first, so corpus and others see the same kernel."""
+    if hasattr(kernel, "fit"):
+        kernel.fit(C)
     if levels is None:
         Kcc = kernel.gram(C)[None]
         Koc = kernel.gram(O, C)[None]
         d_o = kernel.diag(O)[None]
     else:
-        Kcc = _select_levels(kernel.gram_levels(C, C), levels)
-        Koc = _select_levels(kernel.gram_levels(O, C), levels)
-        if hasattr(kernel, "diag_levels"):
-            d_o = _select_levels(kernel.diag_levels(O), levels)
-        else:
-            d_o = torch.stack(
-                [_select_levels(kernel.gram_levels(take(O, [i]), take(O, [i])), levels)[:, 0, 0]
-                 for i in range(len(O))],
-                dim=1,
-            )  # fmt: skip
+        Kcc = _select_levels(kernel.gram_levels(C, normalize=True), levels)
+        Koc = _select_levels(kernel.gram_levels(O, C, normalize=True), levels)
+        d_o = torch.ones(Koc.shape[:2], dtype=Koc.dtype, device=Koc.device)
     return _normalise(Kcc.to(torch.float64), Koc.to(torch.float64), d_o.to(torch.float64))
 
 
