@@ -22,7 +22,7 @@ Inputs are assumed clean: C-contiguous float64 arrays, finite, int64 pair indice
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 __all__ = ["pde_linear_pairs", "pde_rbf_pairs", "pde_increments_pairs"]
 
@@ -42,18 +42,21 @@ def _coefficients(inc, A, B, b, factor):
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
-def _sweep(Kprev, Kcur, A, B, n_sub_rows, lam2, M2):
-    """Advance ``n_sub_rows`` refined rows inside one original row; returns the last row."""
+def _sweep(K, r, A, B, n_sub_rows, lam2, M2):
+    """Advance ``n_sub_rows`` refined rows inside one original row. ``K`` (2, M2+1, P)
+    holds the previous row at ``K[r]``; returns the parity of the new last row."""
     for _ in range(n_sub_rows):
+        prev = K[r]
+        cur = K[1 - r]
         for p in range(_P):
-            Kcur[0, p] = 1.0
+            cur[0, p] = 1.0
         for j in range(M2):
             b = j >> lam2
             for p in range(_P):
                 a, c = A[b, p], B[b, p]
-                Kcur[j + 1, p] = a * Kcur[j, p] + (a * Kprev[j + 1, p] - c * Kprev[j, p])
-        Kprev, Kcur = Kcur, Kprev
-    return Kprev, Kcur
+                cur[j + 1, p] = a * cur[j, p] + (a * prev[j + 1, p] - c * prev[j, p])
+        r = 1 - r
+    return r
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
@@ -66,36 +69,39 @@ def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out):
     factor = 1.0 / float(1 << (lam1 + lam2))
     nsub = 1 << lam1
     nchunks = (npairs + _P - 1) // _P
-    for c in prange(nchunks):
+    nthreads = max(1, min(get_num_threads(), nchunks))
+    for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
         xs = np.empty((L1, d, _P))
         ys = np.empty((L2, d, _P))
-        for p in range(_P):
-            q = min(c * _P + p, npairs - 1)
-            i, j = ii[q], jj[q]
-            for a in range(L1):
-                for k in range(d):
-                    xs[a, k, p] = dX[i, a, k]
-            for b in range(L2):
-                for k in range(d):
-                    ys[b, k, p] = dY[j, b, k]
-        Kprev = np.ones((M2 + 1, _P))
-        Kcur = np.empty((M2 + 1, _P))
+        K = np.empty((2, M2 + 1, _P))
         A = np.empty((L2, _P))
         B = np.empty((L2, _P))
         inc = np.empty(_P)
-        for a in range(L1):
-            for b in range(L2):
-                for p in range(_P):
-                    inc[p] = 0.0
-                for k in range(d):
+        for c in range(th, nchunks, nthreads):
+            for p in range(_P):
+                q = min(c * _P + p, npairs - 1)
+                i, j = ii[q], jj[q]
+                for a in range(L1):
+                    for k in range(d):
+                        xs[a, k, p] = dX[i, a, k]
+                for b in range(L2):
+                    for k in range(d):
+                        ys[b, k, p] = dY[j, b, k]
+            K[0] = 1.0
+            r = 0
+            for a in range(L1):
+                for b in range(L2):
                     for p in range(_P):
-                        inc[p] += xs[a, k, p] * ys[b, k, p]
-                _coefficients(inc, A, B, b, factor)
-            Kprev, Kcur = _sweep(Kprev, Kcur, A, B, nsub, lam2, M2)
-        for p in range(_P):
-            q = c * _P + p
-            if q < npairs:
-                out[q] = Kprev[M2, p]
+                        inc[p] = 0.0
+                    for k in range(d):
+                        for p in range(_P):
+                            inc[p] += xs[a, k, p] * ys[b, k, p]
+                    _coefficients(inc, A, B, b, factor)
+                r = _sweep(K, r, A, B, nsub, lam2, M2)
+            for p in range(_P):
+                q = c * _P + p
+                if q < npairs:
+                    out[q] = K[r, M2, p]
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
@@ -114,53 +120,60 @@ def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out):
     factor = 1.0 / float(1 << (lam1 + lam2))
     nsub = 1 << lam1
     nchunks = (npairs + _P - 1) // _P
-    for c in prange(nchunks):
+    nthreads = max(1, min(get_num_threads(), nchunks))
+    for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
         xs = np.empty((T1, d, _P))
         ys = np.empty((T2, d, _P))
-        xn = np.zeros((T1, _P))
-        yn = np.zeros((T2, _P))
-        for p in range(_P):
-            q = min(c * _P + p, npairs - 1)
-            i, j = ii[q], jj[q]
-            for a in range(T1):
-                for k in range(d):
-                    v = X[i, a, k]
-                    xs[a, k, p] = v
-                    xn[a, p] += v * v
-            for b in range(T2):
-                for k in range(d):
-                    v = Y[j, b, k]
-                    ys[b, k, p] = v
-                    yn[b, p] += v * v
-        Kprev = np.ones((M2 + 1, _P))
-        Kcur = np.empty((M2 + 1, _P))
-        A = np.empty((L2, _P))
-        B = np.empty((L2, _P))
-        E0 = np.empty((T2, _P))
-        E1 = np.empty((T2, _P))
+        xn = np.empty((T1, _P))
+        yn = np.empty((T2, _P))
+        K = np.empty((2, M2 + 1, _P))
+        A = np.empty((max(L2, 1), _P))
+        B = np.empty((max(L2, 1), _P))
+        E = np.empty((2, T2, _P))
         dot = np.empty(_P)
         inc = np.empty(_P)
-        for a in range(T1):
-            for b in range(T2):
-                for p in range(_P):
-                    dot[p] = 0.0
-                for k in range(d):
+        for c in range(th, nchunks, nthreads):
+            xn[:] = 0.0
+            yn[:] = 0.0
+            for p in range(_P):
+                q = min(c * _P + p, npairs - 1)
+                i, j = ii[q], jj[q]
+                for a in range(T1):
+                    for k in range(d):
+                        v = X[i, a, k]
+                        xs[a, k, p] = v
+                        xn[a, p] += v * v
+                for b in range(T2):
+                    for k in range(d):
+                        v = Y[j, b, k]
+                        ys[b, k, p] = v
+                        yn[b, p] += v * v
+            K[0] = 1.0
+            r = 0
+            e = 0  # E[e] is the current point-Gram row, E[1 - e] the previous one
+            for a in range(T1):
+                for b in range(T2):
                     for p in range(_P):
-                        dot[p] += xs[a, k, p] * ys[b, k, p]
-                for p in range(_P):
-                    d2 = xn[a, p] + yn[b, p] - 2.0 * dot[p]
-                    E1[b, p] = np.exp(-gamma * max(d2, 0.0))
-            if a > 0:
-                for b in range(L2):
+                        dot[p] = 0.0
+                    for k in range(d):
+                        for p in range(_P):
+                            dot[p] += xs[a, k, p] * ys[b, k, p]
                     for p in range(_P):
-                        inc[p] = (E1[b + 1, p] - E0[b + 1, p]) - (E1[b, p] - E0[b, p])
-                    _coefficients(inc, A, B, b, factor)
-                Kprev, Kcur = _sweep(Kprev, Kcur, A, B, nsub, lam2, M2)
-            E0, E1 = E1, E0
-        for p in range(_P):
-            q = c * _P + p
-            if q < npairs:
-                out[q] = Kprev[M2, p]
+                        d2 = xn[a, p] + yn[b, p] - 2.0 * dot[p]
+                        E[e, b, p] = np.exp(-gamma * max(d2, 0.0))
+                if a > 0:
+                    for b in range(L2):
+                        for p in range(_P):
+                            inc[p] = (E[e, b + 1, p] - E[1 - e, b + 1, p]) - (
+                                E[e, b, p] - E[1 - e, b, p]
+                            )
+                        _coefficients(inc, A, B, b, factor)
+                    r = _sweep(K, r, A, B, nsub, lam2, M2)
+                e = 1 - e
+            for p in range(_P):
+                q = c * _P + p
+                if q < npairs:
+                    out[q] = K[r, M2, p]
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
@@ -172,20 +185,23 @@ def pde_increments_pairs(G, ii, jj, lam1, lam2, out):
     factor = 1.0 / float(1 << (lam1 + lam2))
     nsub = 1 << lam1
     nchunks = (npairs + _P - 1) // _P
-    for c in prange(nchunks):
-        Kprev = np.ones((M2 + 1, _P))
-        Kcur = np.empty((M2 + 1, _P))
-        A = np.empty((L2, _P))
-        B = np.empty((L2, _P))
+    nthreads = max(1, min(get_num_threads(), nchunks))
+    for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
+        K = np.empty((2, M2 + 1, _P))
+        A = np.empty((max(L2, 1), _P))
+        B = np.empty((max(L2, 1), _P))
         inc = np.empty(_P)
-        for a in range(L1):
-            for b in range(L2):
-                for p in range(_P):
-                    q = min(c * _P + p, npairs - 1)
-                    inc[p] = G[ii[q], jj[q], a, b]
-                _coefficients(inc, A, B, b, factor)
-            Kprev, Kcur = _sweep(Kprev, Kcur, A, B, nsub, lam2, M2)
-        for p in range(_P):
-            q = c * _P + p
-            if q < npairs:
-                out[q] = Kprev[M2, p]
+        for c in range(th, nchunks, nthreads):
+            K[0] = 1.0
+            r = 0
+            for a in range(L1):
+                for b in range(L2):
+                    for p in range(_P):
+                        q = min(c * _P + p, npairs - 1)
+                        inc[p] = G[ii[q], jj[q], a, b]
+                    _coefficients(inc, A, B, b, factor)
+                r = _sweep(K, r, A, B, nsub, lam2, M2)
+            for p in range(_P):
+                q = c * _P + p
+                if q < npairs:
+                    out[q] = K[r, M2, p]

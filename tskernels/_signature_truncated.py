@@ -24,8 +24,9 @@ def signature_levels(
 ) -> list[torch.Tensor]:
     """Explicit truncated signatures of piecewise-linear paths, levels 1..``level``.
 
-    ``increments`` (n, L, d) -> list of Tensors (n, d^k), k = 1..level. ``compiled=None``:
-    the numba core on CPU, a torch loop over time on other devices.
+    ``increments`` (n, L, d) -> list of Tensors (n, d^k), k = 1..level, the word
+    (i_1, ..., i_k) at index i_1 + i_2 d + ... + i_k d^(k-1) (reversed order).
+    ``compiled=None``: the numba core on CPU, a torch loop over time on other devices.
     """
     n, L, d = increments.shape
     if compiled is None:
@@ -45,7 +46,7 @@ def signature_levels(
         for k in range(level, 0, -1):
             B = v / k
             for m in range(1, k):
-                B = ((B + S[m - 1])[:, :, None] * (v / (k - m))[:, None, :]).reshape(n, -1)
+                B = ((v / (k - m))[:, :, None] * (B + S[m - 1])[:, None, :]).reshape(n, -1)
             S[k - 1] = S[k - 1] + B
     return S
 
@@ -208,7 +209,10 @@ class TruncatedSignatureKernel(Kernel):
     def _feature_levels(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
         FX = self._features(X)
         FY = FX if Y is None else self._features(Y)
-        return torch.stack([fx @ fy.T for fx, fy in zip(FX, FY)])
+        K = torch.stack([fx @ fy.T for fx, fy in zip(FX, FY)])
+        if Y is None:  # exactly symmetric
+            K = torch.triu(K) + torch.triu(K, 1).transpose(1, 2)
+        return K
 
     # ------------------------------------------------------------------ public
     def gram_levels(self, X, Y=None, *, normalize: bool = False) -> torch.Tensor:
