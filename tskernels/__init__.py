@@ -10,8 +10,10 @@ from . import (
 )
 from ._base import DEFAULT_MAX_MEMORY, Kernel, NonFiniteKernelError
 from ._elementary import FlattenedKernel, IntegralKernel
+from ._gak import GAK, GlobalAlignmentKernel
 from ._randomized_signature import RandomizedSignatureKernel
 from ._registry import KernelSpec, kernel_registry, make_kernel, register
+from ._reservoir import VolterraReservoirKernel
 from ._signature_pde import SignaturePDEKernel
 from ._signature_truncated import TruncatedSignatureKernel
 from ._static import RBF, Laplacian, Linear, Polynomial, StaticKernel
@@ -20,6 +22,8 @@ from ._validation import SeriesBatch, as_series_batch
 __all__ = [
     "DEFAULT_MAX_MEMORY",
     "FlattenedKernel",
+    "GAK",
+    "GlobalAlignmentKernel",
     "IntegralKernel",
     "Kernel",
     "KernelSpec",
@@ -32,6 +36,7 @@ __all__ = [
     "SeriesBatch",
     "SignaturePDEKernel",
     "StaticKernel",
+    "VolterraReservoirKernel",
     "TruncatedSignatureKernel",
     "as_series_batch",
     "kernel_registry",

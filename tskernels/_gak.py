@@ -169,7 +169,9 @@ class GlobalAlignmentKernel(Kernel):
             or not isinstance(self.n_jobs, Integral)
             or (self.n_jobs < 1 and self.n_jobs != -1)
         ):
-            raise ValueError(f"`n_jobs` must be None, -1 or a positive integer, got {self.n_jobs!r}")
+            raise ValueError(
+                f"`n_jobs` must be None, -1 or a positive integer, got {self.n_jobs!r}"
+            )
 
     def fit(self, X, y=None) -> GlobalAlignmentKernel:
         """Fix the bandwidth on ``X`` (median heuristic when ``sigma=None``); returns self."""
@@ -224,16 +226,19 @@ class GlobalAlignmentKernel(Kernel):
                     out = _gak_numba.log_gak_sym(VX, VXT, LX, RX, inv2s2, w, weighted, band)
                 else:
                     _, VYT, LY, RY = _numpy_batch(Y)
-                    out = _gak_numba.log_gak_xy(
-                        VX, LX, RX, VYT, LY, RY, inv2s2, w, weighted, band
-                    )
+                    out = _gak_numba.log_gak_xy(VX, LX, RX, VYT, LY, RY, inv2s2, w, weighted, band)
             return torch.from_numpy(out).to(dtype=self._dtype)
         log_w = torch.from_numpy(np.log(w)).to(device=X.values.device, dtype=X.values.dtype)
         rows = max(1, self._wavefront_budget() // max(1, self._wavefront_pair_bytes(X, Y) * Y.n))
         parts = [
             log_gak_wavefront(
-                X.values[i : i + rows], X.lengths[i : i + rows], Y.values, Y.lengths,
-                inv2s2, log_w, band,
+                X.values[i : i + rows],
+                X.lengths[i : i + rows],
+                Y.values,
+                Y.lengths,
+                inv2s2,
+                log_w,
+                band,
             )
             for i in range(0, X.n, rows)
         ]
