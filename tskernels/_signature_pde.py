@@ -184,7 +184,7 @@ class SignaturePDEKernel(Kernel):
             if type(static) is Linear:
                 dx = np.ascontiguousarray(torch.diff(x64, dim=1).numpy() * float(static.scale))
                 dy = np.ascontiguousarray(torch.diff(y64, dim=1).numpy())
-                nb.pde_linear_pairs(dx, dy, ii, jj, lam1, lam2, out)
+                nb.pde_linear_pairs(dx, dy, ii, jj, lam1, lam2, out, numba.get_num_threads())
             elif type(static) is RBF:
                 gamma = 0.5 / float(static.sigma) ** 2
                 nb.pde_rbf_pairs(
@@ -196,10 +196,11 @@ class SignaturePDEKernel(Kernel):
                     lam2,
                     gamma,
                     out,
+                    numba.get_num_threads(),
                 )
             else:
                 G = np.ascontiguousarray(lifted_increments(static, x64, y64).numpy())
-                nb.pde_increments_pairs(G, ii, jj, lam1, lam2, out)
+                nb.pde_increments_pairs(G, ii, jj, lam1, lam2, out, numba.get_num_threads())
         finally:
             numba.set_num_threads(threads)
         return torch.from_numpy(out).to(device=self._device, dtype=self._dtype)

@@ -16,13 +16,15 @@ with :math:`g` the increment inner product of the current original cell divided 
 
 evaluated as :math:`a K_{i+1, j} + (a K_{i, j+1} - b K_{i, j})` (one FMA on the chain).
 
-Inputs are assumed clean: C-contiguous float64 arrays, finite, int64 pair indices.
+``n_threads`` (the numba thread count) sets how many workspaces are allocated: each thread
+keeps one and takes every ``n_threads``-th chunk. Inputs are assumed clean: C-contiguous
+float64 arrays, finite, int64 pair indices.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 __all__ = ["pde_linear_pairs", "pde_rbf_pairs", "pde_increments_pairs"]
 
@@ -60,7 +62,7 @@ def _sweep(K, r, A, B, n_sub_rows, lam2, M2):
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
-def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out):
+def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out, n_threads):
     """Linear lift: increments ``dX`` (nX, L1, d), ``dY`` (nY, L2, d) already scaled."""
     npairs = ii.shape[0]
     L1, d = dX.shape[1], dX.shape[2]
@@ -69,7 +71,7 @@ def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out):
     factor = 1.0 / float(1 << (lam1 + lam2))
     nsub = 1 << lam1
     nchunks = (npairs + _P - 1) // _P
-    nthreads = max(1, min(get_num_threads(), nchunks))
+    nthreads = max(1, min(n_threads, nchunks))
     for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
         xs = np.empty((L1, d, _P))
         ys = np.empty((L2, d, _P))
@@ -105,7 +107,7 @@ def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out):
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
-def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out):
+def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads):
     """RBF lift ``exp(-gamma |x - y|^2)``: points ``X`` (nX, T1, d), ``Y`` (nY, T2, d).
 
     The increment inner product of the lifted paths is the double difference
@@ -120,7 +122,7 @@ def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out):
     factor = 1.0 / float(1 << (lam1 + lam2))
     nsub = 1 << lam1
     nchunks = (npairs + _P - 1) // _P
-    nthreads = max(1, min(get_num_threads(), nchunks))
+    nthreads = max(1, min(n_threads, nchunks))
     for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
         xs = np.empty((T1, d, _P))
         ys = np.empty((T2, d, _P))
@@ -177,7 +179,7 @@ def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out):
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
-def pde_increments_pairs(G, ii, jj, lam1, lam2, out):
+def pde_increments_pairs(G, ii, jj, lam1, lam2, out, n_threads):
     """Any lift: precomputed increment inner products ``G`` (nX, nY, L1, L2)."""
     npairs = ii.shape[0]
     L1, L2 = G.shape[2], G.shape[3]
@@ -185,7 +187,7 @@ def pde_increments_pairs(G, ii, jj, lam1, lam2, out):
     factor = 1.0 / float(1 << (lam1 + lam2))
     nsub = 1 << lam1
     nchunks = (npairs + _P - 1) // _P
-    nthreads = max(1, min(get_num_threads(), nchunks))
+    nthreads = max(1, min(n_threads, nchunks))
     for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
         K = np.empty((2, M2 + 1, _P))
         A = np.empty((max(L2, 1), _P))
