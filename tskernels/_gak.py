@@ -200,7 +200,7 @@ class GlobalAlignmentKernel(Kernel):
             return w, 0
         if self.triangular_weights:
             k = np.arange(len(w))
-            w = np.where(k < t, 1.0 - k / t, 0.0)
+            w = np.where(k < t, 1.0 - k / t, 1.0)  # offsets >= t are outside the band
         return w, int(t)
 
     # ------------------------------------------------------------------ log values

@@ -13,7 +13,7 @@ from ._base import Kernel
 from ._registry import KernelSpec, register
 from ._validation import SeriesBatch, check_positive
 
-__all__ = ["VolterraReservoirKernel"]
+__all__ = ["VolterraReservoirKernel", "vrk_torch"]
 
 #: Time steps whose inner products are formed together (bounds the working memory).
 _TIME_CHUNK = 32
@@ -33,6 +33,32 @@ def _right_aligned(X: SeriesBatch, T: int) -> tuple[torch.Tensor, torch.Tensor |
     out = torch.gather(v, 1, src[..., None].expand(-1, -1, v.shape[2]))
     out = out * (pos >= start[:, None])[..., None].to(v.dtype)
     return out, start
+
+
+def vrk_torch(xa, sx, ya, sy, tau2: float, lam2: float) -> torch.Tensor:
+    """Gram (n, m) of right-aligned batches xa (n, T, d), ya (m, T, d) with first valid steps
+    sx, sy (None: all valid), by the recursion over time chunks of batched inner products
+    (the torch/GPU path)."""
+    n, T, _ = xa.shape
+    m = ya.shape[0]
+    start = None
+    if sx is not None or sy is not None:
+        zx = torch.zeros(n, dtype=torch.long, device=xa.device) if sx is None else sx
+        zy = torch.zeros(m, dtype=torch.long, device=xa.device) if sy is None else sy
+        start = torch.maximum(zx[:, None], zy[None, :])  # first step both series hold
+    xt = xa.transpose(0, 1)  # (T, n, d)
+    yt = ya.permute(1, 2, 0)  # (T, d, m)
+    S = torch.ones((n, m), dtype=xa.dtype, device=xa.device)
+    one = torch.ones((), dtype=xa.dtype, device=xa.device)
+    for s0 in range(0, T, _TIME_CHUNK):
+        den = torch.bmm(xt[s0 : s0 + _TIME_CHUNK], yt[s0 : s0 + _TIME_CHUNK])
+        den.mul_(-tau2).add_(1.0)  # 1 - tau^2 <x_s, y_s>
+        for c in range(den.shape[0]):
+            if start is None:
+                torch.addcdiv(one, S, den[c], value=lam2, out=S)
+            else:
+                S = torch.where(start <= s0 + c, torch.addcdiv(one, S, den[c], value=lam2), S)
+    return S
 
 
 class VolterraReservoirKernel(Kernel):
@@ -132,27 +158,9 @@ class VolterraReservoirKernel(Kernel):
         T = min(X.length, Y.length)
         xa, sx = _right_aligned(X, T)
         ya, sy = _right_aligned(Y, T)
-        start = None
-        if sx is not None or sy is not None:
-            zx = torch.zeros(X.n, dtype=torch.long, device=xa.device) if sx is None else sx
-            zy = torch.zeros(Y.n, dtype=torch.long, device=xa.device) if sy is None else sy
-            start = torch.maximum(zx[:, None], zy[None, :])  # first step both series hold
         if xa.device.type == "cpu":
             return self._gram_block_numba(xa, sx, ya, sy, symmetric, tau * tau, lam * lam)
-        xt = xa.transpose(0, 1)  # (T, n, d)
-        yt = ya.permute(1, 2, 0)  # (T, d, m)
-        S = torch.ones((X.n, Y.n), dtype=xa.dtype, device=xa.device)
-        one = torch.ones((), dtype=xa.dtype, device=xa.device)
-        lam2, tau2 = lam * lam, tau * tau
-        for s0 in range(0, T, _TIME_CHUNK):
-            den = torch.bmm(xt[s0 : s0 + _TIME_CHUNK], yt[s0 : s0 + _TIME_CHUNK])
-            den.mul_(-tau2).add_(1.0)  # 1 - tau^2 <x_s, y_s>
-            for c in range(den.shape[0]):
-                if start is None:
-                    torch.addcdiv(one, S, den[c], value=lam2, out=S)
-                else:
-                    S = torch.where(start <= s0 + c, torch.addcdiv(one, S, den[c], value=lam2), S)
-        return S
+        return vrk_torch(xa, sx, ya, sy, tau * tau, lam * lam)
 
     def _gram_block_numba(self, xa, sx, ya, sy, symmetric, tau2, lam2) -> torch.Tensor:
         def start(s, n):
