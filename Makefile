@@ -26,7 +26,7 @@ install-test: $(VENV)/.torch
 	$(BIN)/python -m pip install -q -e ".[test]"
 
 run: install
-	$(BIN)/python -m experiments demo
+	$(BIN)/python -m experiments run --preset quick --store results/quick.sqlite --report results/quick_report
 
 lint: install-test
 	$(BIN)/ruff check .

@@ -106,7 +106,9 @@ def _gak(g, d, T):
 def _reservoir(g, d, T):
     from tskernels import make_kernel
 
-    return make_kernel("reservoir", tau=g["tau"] / math.sqrt(d), lam=g["lam"])
+    # clip_inputs: shrink points into the admissible ball |x| < 1/tau - 0.1, as the reference
+    # study clamped its inputs (kernel values themselves are never clipped)
+    return make_kernel("reservoir", tau=g["tau"] / math.sqrt(d), lam=g["lam"], clip_inputs=True)
 
 
 def _trunc_sig(name: str):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,9 +158,30 @@ def _preprocessor(time_channel: bool, config: dict):
     return Preprocessor(time_channel=time_channel, **config["preprocessing"])
 
 
+@contextmanager
+def _threads(n: int):
+    """torch and numba threads set to ``n`` for the block (restored afterwards): with one
+    worker per core, more threads only oversubscribe (numba's parallel loops slow down
+    several-fold on a shared machine)."""
+    import numba
+
+    old_t, old_n = torch.get_num_threads(), numba.get_num_threads()
+    torch.set_num_threads(n)
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old_t)
+        numba.set_num_threads(old_n)
+
+
 def run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
     """Compute one CV cell; returns its store rows (one per scorer and level)."""
-    torch.set_num_threads(int(config["threads"]))
+    with _threads(int(config["threads"])):
+        return _run_cv_cell(cell, data, config)
+
+
+def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
     cls, tc, levels = cell["cls"], bool(cell["time_channel"]), cell["levels"]
     scorers = list(cell["scorers"])
     L = 1 if levels is None else len(levels)
@@ -301,7 +323,11 @@ def select(cv_rows: dict, candidates: list[tuple[str, bool]]) -> dict | None:
 # ----------------------------------------------------------------------------- test cells
 def run_test_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
     """Refit each scorer's selection on the whole normal class; score the test split."""
-    torch.set_num_threads(int(config["threads"]))
+    with _threads(int(config["threads"])):
+        return _run_test_cell(cell, data, config)
+
+
+def _run_test_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
     cls = cell["cls"]
     class_idx = np.flatnonzero(data.y_train == cls)
     labels = data.y_test == cls
