@@ -152,12 +152,13 @@ def peak_memory(n: int, T: int, d: int, lam: int) -> float:
     """Peak resident memory (GiB) of one n x n PDE Gram, measured in a fresh subprocess."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = (
-        f"import resource, sys; sys.path.insert(0, {root!r}); "
+        f"import sys; sys.path.insert(0, {root!r}); "
         "from benchmarks.bench_signature import make_paths; "
         "from tskernels import SignaturePDEKernel, Linear; "
         f"X = make_paths({n}, {T}, {d}); "
         f"SignaturePDEKernel(Linear(), 1.0, {lam}).gram(X); "
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        # VmHWM, not ru_maxrss: Linux carries ru_maxrss of the forking parent across exec
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return int(out.stdout.strip().splitlines()[-1]) / 2**20
