@@ -13,8 +13,8 @@ Recursion (1-based cells, M[0, 0] = 1, M[i, 0] = M[0, j] = 0):
 
 It runs in linear space, one row at a time: the local kernels of a row are computed in a
 vectorised loop (a polynomial exp with explicit range reduction, accurate to 1 ulp, since
-libm's exp does not vectorise), the serial dependence along the row is halved by solving
-two steps of the first-order recurrence at once, and each row is scaled by the maximum of
+libm's exp does not vectorise), the serial dependence along the row is cut fourfold by
+solving four steps of the first-order recurrence at once, and each row is scaled by the maximum of
 the previous one, whose log is added to a running log scale, so nothing overflows at any
 length. A pair is recomputed exactly in log space (log-sum-exp per
 cell) when a local kernel could underflow (|x_i - y_j|^2 / (2 sigma^2) > 700, screened per pair
@@ -182,31 +182,46 @@ def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
                 kap = e / (2.0 - e)
                 b_v[q] = kap
                 a_v[q] = kap * ((p_v[q] + p_v[q + 1]) * inv)
-        # cur[j] = a[j] + b[j] cur[j-1], two steps at once so that the serial path holds one
-        # multiply-add per two cells
+        # cur[j] = a[j] + b[j] cur[j-1], four steps at once: cur[j+r] = A_r + B_r cur[j-1]
+        # with A_r, B_r formed off the serial path, which then holds one multiply-add per
+        # four cells (all terms are positive: no cancellation)
         c_v = cur[lo : hi + 1]
         cur[lo - 1] = 0.0
         c = 0.0  # cur[lo - 1]: boundary or outside the band
-        m1 = 0.0
-        m2 = 0.0
+        m = 0.0
         q = 0
-        while q < nn - 1:
+        while q < nn - 3:
             a0 = a_v[q]
             b0 = b_v[q]
             b1 = b_v[q + 1]
-            c1 = a0 + b0 * c
-            c = (a_v[q + 1] + b1 * a0) + (b1 * b0) * c
-            c_v[q] = c1
-            c_v[q + 1] = c
-            m1 = c1 if c1 > m1 else m1
-            m2 = c if c > m2 else m2
-            q += 2
-        if q == nn - 1:
+            b2 = b_v[q + 2]
+            b3 = b_v[q + 3]
+            A1 = a_v[q + 1] + b1 * a0
+            B1 = b1 * b0
+            A2 = a_v[q + 2] + b2 * A1
+            B2 = b2 * B1
+            A3 = a_v[q + 3] + b3 * A2
+            B3 = b3 * B2
+            c0 = a0 + b0 * c
+            c1 = A1 + B1 * c
+            c2 = A2 + B2 * c
+            c = A3 + B3 * c
+            c_v[q] = c0
+            c_v[q + 1] = c1
+            c_v[q + 2] = c2
+            c_v[q + 3] = c
+            t01 = c0 if c0 > c1 else c1
+            t23 = c2 if c2 > c else c
+            t = t01 if t01 > t23 else t23
+            m = t if t > m else m
+            q += 4
+        while q < nn:
             c = a_v[q] + b_v[q] * c
             c_v[q] = c
-            m1 = c if c > m1 else m1
+            m = c if c > m else m
+            q += 1
         cur[hi + 1] = 0.0
-        mx = m1 if m1 > m2 else m2
+        mx = m
         if i < nx:
             log_scale += math.log(mx)
             inv = 1.0 / mx
