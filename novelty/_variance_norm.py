@@ -20,6 +20,7 @@ Cumulative sums over m give every rank r = 1..M from one pass.
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 import torch
 
 from ._validation import PSD_RTOL, check_alphas, check_corpus_gram, check_cross_gram, check_int
@@ -78,8 +79,7 @@ class VarianceNorm:
         a = B.mean(dim=0)
         b = a.mean()
         A = (B - a[:, None] - a[None, :] + b) / N
-        s, U = torch.linalg.eigh(A)
-        s, U = s.flip(0), U.flip(1)
+        s, U = _eigh_descending(A)
         top = float(s[0])
         if float(s[-1]) < -PSD_RTOL * max(top, 0.0) or top <= 0 and float(s[-1]) < 0:
             raise ValueError(
@@ -184,6 +184,16 @@ class VarianceNorm:
 
     def __repr__(self) -> str:
         return f"VarianceNorm(threshold={self.threshold!r}, max_rank={self.max_rank!r})"
+
+
+def _eigh_descending(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every eigenpair of the symmetric A, descending. On the CPU LAPACK's divide-and-conquer
+    ``syevd`` through scipy (steadier than torch's under contention for cores)."""
+    if A.device.type == "cpu":
+        s, U = scipy.linalg.eigh(A.numpy(), driver="evd", check_finite=False)
+        return torch.from_numpy(s[::-1].copy()), torch.from_numpy(U[:, ::-1].copy())
+    s, U = torch.linalg.eigh(A)
+    return s.flip(0), U.flip(1)
 
 
 def _conformance_sq(P: torch.Tensor, E: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
