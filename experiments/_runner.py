@@ -218,7 +218,8 @@ def _effective(opts: RunOptions):
         "threshold": 1e-10,
         "preprocessing": DEFAULT_PREPROCESSING,
     }
-    setting = dict(config, version=1)
+    # version 2: the rank plateau rule of ``select`` (test rows of version 1 differ)
+    setting = dict(config, version=2)
     tcs = [bool(t) for t in (opts.time_channel or preset.time_channel)]
     workers = max(1, int(opts.workers))
     threads = opts.threads or max(1, (os.cpu_count() or 1) // workers)
