@@ -71,6 +71,17 @@ def test_equals_tslearn_T1000():
     assert np.isfinite(k.log_gram(X).numpy()).all()  # raw values are ~1e700 here
 
 
+def test_long_series_equal_tslearn_log_values():
+    # rows of the table span far more than the float64 range at these lengths: the block
+    # scaling must keep the cells that matter for the corner
+    X = _ragged((3000, 2200), seed=19)
+    k = GAK(sigma=20.0)
+    be = _np_backend()
+    ref = [[tslearn_metrics._gak._log_unnormalized_gak(a, b, 20.0, be) for b in X] for a in X]
+    assert _rel(k.log_gram(X).numpy(), ref) < 1e-12
+    assert _rel(k.gram(X).numpy(), _tslearn(X, sigma=20.0)) < 1e-10
+
+
 @pytest.mark.parametrize("lengths", [(5, 17, 30, 12), (400, 350, 420)])
 def test_equals_tslearn_unequal_lengths(lengths):
     X = _ragged(lengths, seed=4)

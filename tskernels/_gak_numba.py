@@ -13,13 +13,16 @@ Recursion (1-based cells, M[0, 0] = 1, M[i, 0] = M[0, j] = 0):
 
 It runs in linear space, one row at a time: the local kernels of a row are computed in a
 vectorised loop (a polynomial exp with explicit range reduction, accurate to 1 ulp, since
-libm's exp does not vectorise), the serial dependence along the row is cut fourfold by
-solving four steps of the first-order recurrence at once, and each row is scaled by the maximum of
-the previous one, whose log is added to a running log scale, so nothing overflows at any
-length. A pair is recomputed exactly in log space (log-sum-exp per
-cell) when a local kernel could underflow (|x_i - y_j|^2 / (2 sigma^2) > 700, screened per pair
-from the largest norms ``R``, then checked per row) or when the final cell is negligible
-(< 1e-250) against its row; with bandwidths near the median heuristic neither happens.
+libm's exp does not vectorise), and the serial dependence along the row is cut fourfold by
+solving four steps of the first-order recurrence at once. Each block of 64 columns of a row
+carries its own power-of-two scale exponent (exact rescaling), so nothing overflows at any
+length and cells are only ever compared with near neighbours: a single scale per row is not
+enough, since along a long row the cells span far more than the float64 range and the cells
+that matter for the corner need not be near the row maximum. A pair is recomputed exactly in
+log space (log-sum-exp per cell) when a local kernel could underflow (|x_i - y_j|^2 /
+(2 sigma^2) > 700, screened per pair from the largest norms ``R``, then checked per row) or
+when a cell is negligible (< 1e-250) against its block; with bandwidths near the median
+heuristic neither happens.
 """
 
 from __future__ import annotations
@@ -106,25 +109,51 @@ def _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band):
     return prev[ny]
 
 
+_BLOCK = 64  # columns sharing one scale exponent
+_NEG = -(1 << 40)  # exponent of an all-zero block
+_LN2 = 0.6931471805599453
+
+
+@njit(cache=True, inline="always")
+def _pow2(e):
+    """2^e for integer e <= 1023, exactly (0 below the normal range)."""
+    if e < -1022:
+        return 0.0
+    return _bits_to_f64((e + 1023) << 52)
+
+
+@njit(cache=True, inline="always")
+def _exponent(v):
+    """e with v = m 2^e, m in [0.5, 1); _NEG for v == 0."""
+    if v > 0.0:
+        return np.int64(math.frexp(v)[1])
+    return _NEG
+
+
 @njit(cache=True, fastmath=_FM, error_model="numpy")
 def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
-    """log K(x, y): linear recursion with per-row rescaling and a running log scale.
+    """log K(x, y): linear-space recursion, row by row, each block of 64 columns of a row
+    carrying its own power-of-two scale exponent.
 
-    ``careful``: some |x_i - y_j|^2 / (2 sigma^2) may exceed 700 (exp near underflow), so
-    each row is checked and the pair redone in log space if it does.
+    Scaling per block rather than per row matters: along a long row the cells span far more
+    than the float64 range, and the cells that matter for the corner need not be near the
+    row maximum; within a block, neighbouring cells differ by bounded factors. Scaling by
+    powers of two is exact. ``careful``: some |x_i - y_j|^2 / (2 sigma^2) may exceed 700
+    (exp near underflow), so each row is checked and the pair redone in log space if it does.
     """
     if band > 0 and abs(nx - ny) >= band:
         return -np.inf
+    B = _BLOCK
+    nb = (ny + B - 1) // B
     # separate allocations (not views of one buffer) so LLVM can vectorise the row loops
     prev = np.zeros(ny + 2)
     cur = np.zeros(ny + 2)
     acc = np.zeros(ny + 2)
     a = np.zeros(ny + 2)
     b = np.zeros(ny + 2)
-    prev[0] = 1.0
-    log_scale = 0.0
-    inv = 1.0  # 1 / max of the previous row (as stored)
-    mx = 1.0
+    e_prev = np.full(nb, _NEG)  # true value = stored * 2^e, per block of columns
+    e_cur = np.full(nb, _NEG)
+    prev[0] = 1.0  # M[0, 0] = 1 (column 0 has exponent 0)
     for i in range(1, nx + 1):
         lo = 1
         hi = ny
@@ -133,11 +162,10 @@ def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
                 lo = i - band + 1
             if i + band - 1 < ny:
                 hi = i + band - 1
-        # squared distances |x_i - y_j|^2, vectorised over j (on slices: LLVM does not
-        # vectorise this loop with a run-time start index)
-        # Channels two at a time: fewer load/store passes over the row.
-        acc_v = acc[lo : hi + 1]
         nn = hi - lo + 1
+        # squared distances |x_i - y_j|^2, vectorised over j (on slices: LLVM does not
+        # vectorise these loops with a run-time start index), channels two at a time
+        acc_v = acc[lo : hi + 1]
         d = x.shape[1]
         k0 = d % 2
         if k0 == 1:
@@ -159,77 +187,117 @@ def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
                 acc_v[q] += d0 * d0 + d1 * d1
         if careful:
             top = 0.0
-            for q in range(hi - lo + 1):
+            for q in range(nn):
                 top = acc_v[q] if acc_v[q] > top else top
             if top * inv2s2 > 700.0:
                 return _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band)
-        # local kernels b[j] = kappa_ij and a[j] = kappa_ij (prev[j-1] + prev[j]) / max(prev),
-        # vectorised over j
+        # local kernels b[j] = kappa_ij, vectorised over j
         b_v = b[lo : hi + 1]
-        a_v = a[lo : hi + 1]
-        p_v = prev[lo - 1 : hi + 1]  # p_v[q] = prev[lo - 1 + q]
         if weighted:
             for q in range(nn):
                 j = lo + q
                 off = i - j if i >= j else j - i
                 e = _exp_nonpos(-acc_v[q] * inv2s2) * w[off]
-                kap = e / (2.0 - e)
-                b_v[q] = kap
-                a_v[q] = kap * ((p_v[q] + p_v[q + 1]) * inv)
+                b_v[q] = e / (2.0 - e)
         else:
             for q in range(nn):
                 e = _exp_nonpos(-acc_v[q] * inv2s2)
-                kap = e / (2.0 - e)
-                b_v[q] = kap
-                a_v[q] = kap * ((p_v[q] + p_v[q + 1]) * inv)
-        # cur[j] = a[j] + b[j] cur[j-1], four steps at once: cur[j+r] = A_r + B_r cur[j-1]
-        # with A_r, B_r formed off the serial path, which then holds one multiply-add per
-        # four cells (all terms are positive: no cancellation)
-        c_v = cur[lo : hi + 1]
+                b_v[q] = e / (2.0 - e)
         cur[lo - 1] = 0.0
-        c = 0.0  # cur[lo - 1]: boundary or outside the band
-        m = 0.0
-        q = 0
-        while q < nn - 3:
-            a0 = a_v[q]
-            b0 = b_v[q]
-            b1 = b_v[q + 1]
-            b2 = b_v[q + 2]
-            b3 = b_v[q + 3]
-            A1 = a_v[q + 1] + b1 * a0
-            B1 = b1 * b0
-            A2 = a_v[q + 2] + b2 * A1
-            B2 = b2 * B1
-            A3 = a_v[q + 3] + b3 * A2
-            B3 = b3 * B2
-            c0 = a0 + b0 * c
-            c1 = A1 + B1 * c
-            c2 = A2 + B2 * c
-            c = A3 + B3 * c
-            c_v[q] = c0
-            c_v[q + 1] = c1
-            c_v[q + 2] = c2
-            c_v[q + 3] = c
-            t01 = c0 if c0 > c1 else c1
-            t23 = c2 if c2 > c else c
-            t = t01 if t01 > t23 else t23
-            m = t if t > m else m
-            q += 4
-        while q < nn:
-            c = a_v[q] + b_v[q] * c
-            c_v[q] = c
-            m = c if c > m else m
-            q += 1
+        cur[0] = 0.0
+        for J in range(nb):
+            e_cur[J] = _NEG
+        for J in range((lo - 1) // B, (hi - 1) // B + 1):
+            ja = max(lo, J * B + 1)
+            jb = min(hi, (J + 1) * B)
+            # inputs: top row of the block (exponent e_prev[J]), top-left and left cells
+            if ja - 1 == 0:
+                e_tl = 0 if i == 1 else _NEG
+                e_left = _NEG
+            elif ja - 1 >= J * B + 1:  # ja = lo inside the block: left cells are zero
+                e_tl = e_prev[J]
+                e_left = _NEG
+            else:
+                e_tl = e_prev[J - 1]
+                e_left = e_cur[J - 1]
+            v_tl = prev[ja - 1]
+            v_left = cur[ja - 1]
+            base = e_prev[J]
+            if v_tl > 0.0:
+                base = max(base, e_tl + _exponent(v_tl))
+            if v_left > 0.0:
+                base = max(base, e_left + _exponent(v_left))
+            nq = jb - ja + 1
+            c_v = cur[ja : jb + 1]
+            if base <= _NEG // 2:  # every input is zero
+                c_v[:] = 0.0
+                continue
+            f_top = _pow2(e_prev[J] - base)
+            p_first = v_tl * _pow2(e_tl - base) if v_tl > 0.0 else 0.0
+            c = v_left * _pow2(e_left - base) if v_left > 0.0 else 0.0
+            # a[j] = kappa_ij (prev[j-1] + prev[j]) in the block's scale, vectorised
+            a_v = a[ja : jb + 1]
+            bb = b[ja : jb + 1]
+            p_v = prev[ja - 1 : jb + 1]  # p_v[q] = prev[ja - 1 + q]
+            for q in range(nq):
+                a_v[q] = bb[q] * ((p_v[q] + p_v[q + 1]) * f_top)
+            a_v[0] = bb[0] * (p_first + p_v[1] * f_top)
+            # cur[j] = a[j] + b[j] cur[j-1], four steps at once: cur[j+r] = A_r + B_r cur[j-1]
+            # with A_r, B_r formed off the serial path, which then holds one multiply-add per
+            # four cells (all terms are positive: no cancellation)
+            m = 0.0
+            mn = np.inf
+            q = 0
+            while q < nq - 3:
+                a0 = a_v[q]
+                b0 = bb[q]
+                b1 = bb[q + 1]
+                b2 = bb[q + 2]
+                b3 = bb[q + 3]
+                A1 = a_v[q + 1] + b1 * a0
+                B1 = b1 * b0
+                A2 = a_v[q + 2] + b2 * A1
+                B2 = b2 * B1
+                A3 = a_v[q + 3] + b3 * A2
+                B3 = b3 * B2
+                c0 = a0 + b0 * c
+                c1 = A1 + B1 * c
+                c2 = A2 + B2 * c
+                c = A3 + B3 * c
+                c_v[q] = c0
+                c_v[q + 1] = c1
+                c_v[q + 2] = c2
+                c_v[q + 3] = c
+                t01 = c0 if c0 > c1 else c1
+                t23 = c2 if c2 > c else c
+                t = t01 if t01 > t23 else t23
+                m = t if t > m else m
+                u01 = c0 if c0 < c1 else c1
+                u23 = c2 if c2 < c else c
+                u = u01 if u01 < u23 else u23
+                mn = u if u < mn else mn
+                q += 4
+            while q < nq:
+                c = a_v[q] + bb[q] * c
+                c_v[q] = c
+                m = c if c > m else m
+                mn = c if c < mn else mn
+                q += 1
+            if not mn > _TINY * m:
+                # a cell negligible against its neighbours (or an underflow): redo exactly
+                return _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band)
+            ex = _exponent(m)
+            scale = _pow2(-ex)  # exact: the block maximum into [0.5, 1)
+            for q in range(nq):
+                c_v[q] *= scale
+            e_cur[J] = base + ex
         cur[hi + 1] = 0.0
-        mx = m
-        if i < nx:
-            log_scale += math.log(mx)
-            inv = 1.0 / mx
         prev, cur = cur, prev
+        e_prev, e_cur = e_cur, e_prev
     last = prev[ny]
-    if not last > _TINY * mx:  # the corner is negligible against its row: redo exactly
+    if not last > _TINY:  # the corner is negligible against its block: redo exactly
         return _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band)
-    return math.log(last) + log_scale
+    return math.log(last) + e_prev[(ny - 1) // B] * _LN2
 
 
 @njit(cache=True)
