@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
         "--kernels",
         nargs="+",
         default=None,
-        help="registry names (default: every kernel with a grid)",
+        help="grid names (default: every kernel with a default grid; the reference's "
+        "single-level signature kernels are trunc_sig_linear_single, trunc_sig_rbf_single)",
     )
     run.add_argument(
         "--scorers",
@@ -172,7 +173,7 @@ def _cmd_run(args) -> int:
 def _cmd_list(args) -> int:
     import tskernels
 
-    from ._grids import PRESETS
+    from ._grids import PRESETS, REGISTRY_NAME
     from ._scorers import BASELINES, SCORERS, available_scorers
     from .data import available_datasets
 
@@ -183,12 +184,15 @@ def _cmd_list(args) -> int:
     grids = PRESETS["paper"].grids
     print("kernels (registry; paper grid size):")
     for name in sorted(set(reg) | set(grids)):
-        state = "registered" if name in reg else "not registered yet"
+        base = REGISTRY_NAME.get(name, name)
+        state = "registered" if base in reg else "not registered yet"
+        if base != name:
+            state += f" (as {base}, levels='single'; run only when named)"
         n = "no grid" if name not in grids else " x ".join(
             f"{a}:{len(v)}" for a, v in grids[name].axes.items()) or "1"  # fmt: skip
         if name in grids and grids[name].levels:
             n += f", levels {grids[name].levels[0]}..{grids[name].levels[-1]} in one pass"
-        unequal = " unequal-length" if name in reg and reg[name].unequal_length else ""
+        unequal = " unequal-length" if base in reg and reg[base].unequal_length else ""
         print(f"  {name:<18} {state}{unequal}; grid {n}")
     print("scorers:")
     avail = available_scorers()

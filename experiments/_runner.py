@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ._grids import PRESETS, KernelGrid, kernel_grid_points
+from ._grids import PRESETS, REGISTRY_NAME, KernelGrid, kernel_grid_points
 from ._protocol import Dataset, load_dataset, params_key, run_cv_cell, run_test_cell, select
 from ._scorers import expand_scorers
 from ._store import ResultStore, encode_array
@@ -62,16 +62,17 @@ class RunOptions:
 
 
 def resolve_kernels(names, grids: dict[str, KernelGrid]) -> tuple[list[str], list[str]]:
-    """(kernels registered now and with a grid, messages about skipped ones)."""
+    """(kernels registered now and with a grid, messages about skipped ones). Without
+    ``names``: every grid marked ``default`` (the single-level signature variants are opt-in)."""
     import tskernels
 
     registry = tskernels.kernel_registry()
-    names = list(grids) if not names else list(names)
+    names = [n for n, g in grids.items() if g.default] if not names else list(names)
     usable, messages = [], []
     for n in names:
         if n not in grids:
             raise ValueError(f"no grid for kernel {n!r}; kernels with grids: {', '.join(grids)}")
-        if n not in registry:
+        if REGISTRY_NAME.get(n, n) not in registry:
             messages.append(f"kernel {n!r} is not in the tskernels registry yet, skipped")
         else:
             usable.append(n)
@@ -255,7 +256,10 @@ def run_benchmark(opts: RunOptions) -> dict:
     cv_todo, groups = [], {}
     for dname, data in datasets.items():
         for kname in kernels:
-            if not data.equal_length and not registry[kname].unequal_length:
+            if (
+                not data.equal_length
+                and not registry[REGISTRY_NAME.get(kname, kname)].unequal_length
+            ):
                 messages.append(f"kernel {kname!r} needs equal lengths, skipped on {dname}")
                 continue
             g = grids[kname]
