@@ -14,7 +14,7 @@ Recursion (1-based cells, M[0, 0] = 1, M[i, 0] = M[0, j] = 0):
 It runs in linear space, one row at a time: the local kernels of a row are computed in a
 vectorised loop (a polynomial exp with explicit range reduction, accurate to 1 ulp, since
 libm's exp does not vectorise), and the serial dependence along the row is cut fourfold by
-solving four steps of the first-order recurrence at once. Each block of 64 columns of a row
+solving four steps of the first-order recurrence at once. Each block of 128 columns of a row
 carries its own power-of-two scale exponent (exact rescaling), so nothing overflows at any
 length and cells are only ever compared with near neighbours: a single scale per row is not
 enough, since along a long row the cells span far more than the float64 range and the cells
@@ -109,7 +109,7 @@ def _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band):
     return prev[ny]
 
 
-_BLOCK = 64  # columns sharing one scale exponent
+_BLOCK = 128  # columns sharing one scale exponent
 _NEG = -(1 << 40)  # exponent of an all-zero block
 _LN2 = 0.6931471805599453
 
