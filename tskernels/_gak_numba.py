@@ -132,7 +132,7 @@ def _exponent(v):
 
 @njit(cache=True, fastmath=_FM, error_model="numpy")
 def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
-    """log K(x, y): linear-space recursion, row by row, each block of 64 columns of a row
+    """log K(x, y): linear-space recursion, row by row, each block of 128 columns of a row
     carrying its own power-of-two scale exponent.
 
     Scaling per block rather than per row matters: along a long row the cells span far more
