@@ -12,7 +12,7 @@ import torch
 from sklearn.base import clone
 
 from tskernels import GAK, GlobalAlignmentKernel, NonFiniteKernelError, as_series_batch
-from tskernels._gak_numba import _exp_nonpos
+from tskernels._gak_numba import _SMALL, _exp_nonpos, _exp_small
 from tskernels._gak_torch import log_gak_wavefront
 
 tslearn_metrics = pytest.importorskip("tslearn.metrics")
@@ -55,7 +55,11 @@ def _rel(a, b):
 
 
 # ---------------------------------------------------------------- against tslearn
-@pytest.mark.parametrize("T, n, sigma", [(20, 6, 1.5), (60, 5, 3.0), (400, 3, 8.0)])
+@pytest.mark.parametrize(
+    "T, n, sigma",
+    # the last two: every |x - y|^2 / (2 sigma^2) <= 1/16 (short exp polynomial path)
+    [(20, 6, 1.5), (60, 5, 3.0), (400, 3, 8.0), (100, 6, 40.0), (300, 3, 100.0)],
+)
 def test_equals_tslearn_equal_lengths(T, n, sigma):
     X, Y = _rand(n, T, seed=1), _rand(n - 1, T, seed=2)
     k = GAK(sigma=sigma)
@@ -232,6 +236,17 @@ def test_vectorised_exp_accuracy():
     x = -np.concatenate([np.geomspace(1e-300, 1, 2000), np.linspace(0, 700, 20001)])
     got, ref = run(x), np.exp(x)
     assert np.max(np.abs(got - ref) / ref) < 4.5e-16  # within 2 ulp
+
+    @njit
+    def run_small(x):
+        out = np.empty_like(x)
+        for i in range(x.shape[0]):
+            out[i] = _exp_small(x[i])
+        return out
+
+    x = np.concatenate([-np.geomspace(1e-300, _SMALL, 2000), np.linspace(-_SMALL, 0, 20001)])
+    got, ref = run_small(x), np.exp(x)
+    assert np.max(np.abs(got - ref) / ref) < 4.5e-16
 
 
 @pytest.mark.parametrize("band, weights", [(None, False), (4, False), (4, True)])

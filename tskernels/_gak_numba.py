@@ -76,6 +76,25 @@ def _exp_nonpos(x):
     return p * _bits_to_f64((np.int64(k) + 1023) << 52)
 
 
+#: Bound on |x| below which ``_exp_small`` is accurate (Taylor remainder < 3e-19 relative).
+_SMALL = 0.0625
+
+
+@njit(cache=True, inline="always", fastmath=_FM)
+def _exp_small(x):
+    """exp(x) for |x| <= 1/16 (degree-9 Taylor polynomial, no range reduction)."""
+    p = 1.0 / 362880.0
+    p = p * x + 1.0 / 40320.0
+    p = p * x + 1.0 / 5040.0
+    p = p * x + 1.0 / 720.0
+    p = p * x + 1.0 / 120.0
+    p = p * x + 1.0 / 24.0
+    p = p * x + 1.0 / 6.0
+    p = p * x + 0.5
+    p = p * x + 1.0
+    return p * x + 1.0
+
+
 @njit(cache=True)
 def _pair_log_gak_logspace(x, nx, yT, ny, inv2s2, w, band):
     """log K(x, y) by the log-space recursion (exact fallback, log-sum-exp per cell)."""
@@ -131,7 +150,7 @@ def _exponent(v):
 
 
 @njit(cache=True, fastmath=_FM, error_model="numpy")
-def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
+def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful, small):
     """log K(x, y): linear-space recursion, row by row, each block of 128 columns of a row
     carrying its own power-of-two scale exponent.
 
@@ -140,6 +159,8 @@ def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
     row maximum; within a block, neighbouring cells differ by bounded factors. Scaling by
     powers of two is exact. ``careful``: some |x_i - y_j|^2 / (2 sigma^2) may exceed 700
     (exp near underflow), so each row is checked and the pair redone in log space if it does.
+    ``small``: every |x_i - y_j|^2 / (2 sigma^2) <= 1/16 (the usual case with the median
+    heuristic), so the exponentials need no range reduction.
     """
     if band > 0 and abs(nx - ny) >= band:
         return -np.inf
@@ -198,6 +219,10 @@ def _pair_log_gak(x, nx, yT, ny, inv2s2, w, weighted, band, careful):
                 j = lo + q
                 off = i - j if i >= j else j - i
                 e = _exp_nonpos(-acc_v[q] * inv2s2) * w[off]
+                b_v[q] = e / (2.0 - e)
+        elif small:
+            for q in range(nn):
+                e = _exp_small(-acc_v[q] * inv2s2)
                 b_v[q] = e / (2.0 - e)
         else:
             for q in range(nn):
@@ -306,6 +331,12 @@ def _careful(rx, ry, inv2s2):
     return (rx + ry) * (rx + ry) * inv2s2 > 700.0
 
 
+@njit(cache=True)
+def _small(rx, ry, inv2s2):
+    """Whether every |x_i - y_j|^2 / (2 sigma^2) is at most 1/16, from the largest norms."""
+    return (rx + ry) * (rx + ry) * inv2s2 <= _SMALL
+
+
 @njit(cache=True, parallel=True)
 def log_gak_sym(V, VT, L, R, inv2s2, w, weighted, band):
     """log K between all pairs of one batch, (n, n); upper triangle computed, then mirrored.
@@ -322,7 +353,8 @@ def log_gak_sym(V, VT, L, R, inv2s2, w, weighted, band):
                 break
             for j in range(i, n):
                 care = _careful(R[i], R[j], inv2s2)
-                v = _pair_log_gak(V[i], L[i], VT[j], L[j], inv2s2, w, weighted, band, care)
+                sm = _small(R[i], R[j], inv2s2)
+                v = _pair_log_gak(V[i], L[i], VT[j], L[j], inv2s2, w, weighted, band, care, sm)
                 out[i, j] = v
                 out[j, i] = v
     return out
@@ -338,7 +370,8 @@ def log_gak_xy(VX, LX, RX, VYT, LY, RY, inv2s2, w, weighted, band):
         i = p // m
         j = p - i * m
         care = _careful(RX[i], RY[j], inv2s2)
-        out[i, j] = _pair_log_gak(VX[i], LX[i], VYT[j], LY[j], inv2s2, w, weighted, band, care)
+        sm = _small(RX[i], RY[j], inv2s2)
+        out[i, j] = _pair_log_gak(VX[i], LX[i], VYT[j], LY[j], inv2s2, w, weighted, band, care, sm)
     return out
 
 
@@ -349,5 +382,6 @@ def log_gak_diag(V, VT, L, R, inv2s2, w, weighted, band):
     out = np.empty(n)
     for i in prange(n):
         care = _careful(R[i], R[i], inv2s2)
-        out[i] = _pair_log_gak(V[i], L[i], VT[i], L[i], inv2s2, w, weighted, band, care)
+        sm = _small(R[i], R[i], inv2s2)
+        out[i] = _pair_log_gak(V[i], L[i], VT[i], L[i], inv2s2, w, weighted, band, care, sm)
     return out
