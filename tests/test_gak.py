@@ -272,3 +272,12 @@ def test_cuda_equals_cpu():
     cpu = GAK(sigma=3.0).gram(X)
     gpu = GAK(sigma=3.0, device="cuda").gram(X)
     torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-10, atol=0)
+
+
+def test_float32_normalised_from_float64_logs():
+    # log K ~ 1e3 at T = 1000: normalising in float32 would lose ~1e-4; we normalise in float64
+    X = _rand(3, 1000, seed=20)
+    K64 = GAK(sigma=10.0).gram(X)
+    K32 = GAK(sigma=10.0, dtype=torch.float32).gram(X)
+    assert K32.dtype == torch.float32
+    torch.testing.assert_close(K32.double(), K64, rtol=1e-6, atol=1e-30)

@@ -212,7 +212,7 @@ class GlobalAlignmentKernel(Kernel):
         if Yb is not None:
             check_channels(Xb, Yb)
         self._resolve_sigma(Xb)
-        return self._log_block(Xb, Xb if Yb is None else Yb, Yb is None)
+        return self._log_block(Xb, Xb if Yb is None else Yb, Yb is None).to(self._dtype)
 
     def _log_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
         sigma = self._resolve_sigma(X)
@@ -227,7 +227,7 @@ class GlobalAlignmentKernel(Kernel):
                 else:
                     _, VYT, LY, RY = _numpy_batch(Y)
                     out = _gak_numba.log_gak_xy(VX, LX, RX, VYT, LY, RY, inv2s2, w, weighted, band)
-            return torch.from_numpy(out).to(dtype=self._dtype)
+            return torch.from_numpy(out)  # float64: cast after normalising
         log_w = torch.from_numpy(np.log(w)).to(device=X.values.device, dtype=X.values.dtype)
         rows = max(1, self._wavefront_budget() // max(1, self._wavefront_pair_bytes(X, Y) * Y.n))
         parts = [
@@ -253,7 +253,7 @@ class GlobalAlignmentKernel(Kernel):
             weighted = bool(self.triangular_weights)
             with _numba_threads(self.n_jobs):
                 out = _gak_numba.log_gak_diag(V, VT, L, R, inv2s2, w, weighted, band)
-            return torch.from_numpy(out).to(dtype=self._dtype)
+            return torch.from_numpy(out)
         log_w = torch.from_numpy(np.log(w)).to(device=X.values.device, dtype=X.values.dtype)
         rows = max(1, self._wavefront_budget() // max(1, self._wavefront_pair_bytes(X, X)))
         inv2s2 = 1.0 / (2.0 * sigma * sigma)
@@ -273,18 +273,18 @@ class GlobalAlignmentKernel(Kernel):
     def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
         log_k = self._log_block(X, Y, symmetric)
         if not self.normalized:
-            return torch.exp(log_k)
+            return torch.exp(log_k).to(self._dtype)
         if symmetric:
             lx = ly = torch.diagonal(log_k)
         else:
             lx, ly = self._log_diag(X), self._log_diag(Y)
-        return torch.exp(log_k - 0.5 * lx[:, None] - 0.5 * ly[None, :])
+        return torch.exp(log_k - 0.5 * lx[:, None] - 0.5 * ly[None, :]).to(self._dtype)
 
     def _diag(self, X: SeriesBatch) -> torch.Tensor:
         if self.normalized:
             return torch.ones(X.n, dtype=self._dtype, device=self._device)
         self._resolve_sigma(X)
-        return torch.exp(self._log_diag(X))
+        return torch.exp(self._log_diag(X)).to(self._dtype)
 
     def _wavefront_pair_bytes(self, X: SeriesBatch, Y: SeriesBatch) -> int:
         T = max(X.length, Y.length) + 1
