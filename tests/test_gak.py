@@ -266,6 +266,18 @@ def test_wavefront_equals_numba(band, weights):
     torch.testing.assert_close(diag, torch.diagonal(k.log_gram(X.to_list())), rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("normalized", [True, False])
+def test_class_on_wavefront_path_equals_numba_path(normalized):
+    X, Y = _ragged((9, 12, 7, 10, 5), seed=21), _ragged((11, 8, 6), seed=22)
+    ref = GAK(sigma=1.6, triangular=6, normalized=normalized)
+    wave = GAK(sigma=1.6, triangular=6, normalized=normalized, max_memory=20_000)
+    wave._force_wavefront = True  # the GPU code path, run on the CPU; small blocks
+    assert wave._block_rows(as_series_batch(X), as_series_batch(Y)) < 5
+    for args in ((X,), (X, Y)):
+        torch.testing.assert_close(wave.gram(*args), ref.gram(*args), rtol=1e-12, atol=1e-300)
+    torch.testing.assert_close(wave.diag(X), ref.diag(X), rtol=1e-12, atol=0)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_equals_cpu():
     X = _ragged((30, 25, 40), seed=18)

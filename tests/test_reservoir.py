@@ -67,6 +67,15 @@ def test_torch_path_equals_numba_path():
     )
 
 
+def test_class_on_torch_path_equals_numba_path():
+    X, Y = _ragged((5, 9, 2, 7, 40), seed=13), _ragged((8, 3, 36), seed=14)
+    ref = VolterraReservoirKernel(0.5, 0.8)
+    tor = VolterraReservoirKernel(0.5, 0.8, block_size=2)
+    tor._force_torch = True  # the GPU code path, run on the CPU
+    for args in ((X,), (X, Y)):
+        torch.testing.assert_close(tor.gram(*args), ref.gram(*args), rtol=1e-13, atol=0)
+
+
 @pytest.mark.parametrize("lengths", [[20] * 12, [4, 20, 11, 17, 8, 20, 15, 9, 3, 12]])
 def test_psd_on_admissible_parameters(lengths):
     X = _ragged(lengths, seed=8, scale=0.5)

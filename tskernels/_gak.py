@@ -117,6 +117,8 @@ class GlobalAlignmentKernel(Kernel):
     """
 
     supports_unequal_length = True
+    #: Use the torch wavefront on the CPU too (tests of the GPU code path).
+    _force_wavefront: bool = False
     _divergence_hint = (
         "Raw GAK values overflow float64 for long series (they grow like (3+2*sqrt(2))^T): "
         "use normalized=True (the default) or log_gram()."
@@ -218,7 +220,7 @@ class GlobalAlignmentKernel(Kernel):
         sigma = self._resolve_sigma(X)
         inv2s2 = 1.0 / (2.0 * sigma * sigma)
         w, band = self._weights(max(X.length, Y.length))
-        if self._device.type == "cpu":
+        if self._device.type == "cpu" and not self._force_wavefront:
             VX, VXT, LX, RX = _numpy_batch(X)
             weighted = bool(self.triangular_weights)
             with _numba_threads(self.n_jobs):
@@ -247,7 +249,7 @@ class GlobalAlignmentKernel(Kernel):
     def _log_diag(self, X: SeriesBatch) -> torch.Tensor:
         sigma = self._resolve_sigma(X)
         w, band = self._weights(X.length)
-        if self._device.type == "cpu":
+        if self._device.type == "cpu" and not self._force_wavefront:
             V, VT, L, R = _numpy_batch(X)
             inv2s2 = 1.0 / (2.0 * sigma * sigma)
             weighted = bool(self.triangular_weights)
@@ -294,8 +296,8 @@ class GlobalAlignmentKernel(Kernel):
         return DEFAULT_MAX_MEMORY if self.max_memory is None else int(self.max_memory)
 
     def _pair_bytes(self, X: SeriesBatch, Y: SeriesBatch) -> int:
-        if self._device.type == "cpu":  # per-thread row buffers only; output entries per pair
-            return 2 * self._itemsize
+        if self._device.type == "cpu" and not self._force_wavefront:
+            return 2 * self._itemsize  # numba: per-thread row buffers; only the output per pair
         return self._wavefront_pair_bytes(X, Y)
 
 
