@@ -13,10 +13,29 @@ divergence to the data density up to a constant independent of the model, so the
 minimising it is chosen. The Laplacian is in closed form for every kernel here ("closed");
 "hutchinson" estimates it by :math:`E_v[v^\top \nabla^2 f\, v]` with Rademacher probes v through
 autograd (for kernels without a closed form, and as a check).
+
+Two conditions of the identity behind the Hyvarinen score (integration by parts against a
+continuous, twice-differentiable data density and model) are enforced:
+
+* Ties. A held-out point that coincides with a fit point (an atom of the empirical law) has
+  :math:`\Delta \log q \approx -p\,d/\sigma^2 \to -\infty` as the bandwidth shrinks, so a
+  duplicated row makes the criterion prefer the smallest bandwidth without bound. Held-out
+  points within ``1e-9 x`` (data scale) of a fit point are left out, for every kernel.
+* Smoothness of the SDO kernel. With the default m = floor(d/2) + 1 the radial frequency
+  density has tail :math:`r^{d-1-2m} \in \{r^{-2}, r^{-3}\}`: :math:`E|\omega|^2 = \infty`,
+  so :math:`k_a` is not twice differentiable at x = y and the random-feature estimates of
+  :math:`\nabla f` and :math:`\Delta f` (sums of :math:`\omega_j v_j`, :math:`|\omega_j|^2
+  v_j`) have infinite variance: the raw criterion jumps by orders of magnitude between
+  neighbouring bandwidths. For random-feature kernels the score is therefore taken of the
+  mollified model :math:`f_h = f * N(0, h^2 I)` with :math:`h = c\,\ell` (``smoothing`` c,
+  default 0.5; :math:`\ell` the kernel's length scale), i.e. feature weights
+  :math:`v_j e^{-h^2|\omega_j|^2/2}`: finite variance, and scale-free across the grid.
 """
 
 from __future__ import annotations
 
+import copy
+import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -48,6 +67,34 @@ def _power(estimator) -> int:
     raise TypeError(f"`estimator` must be a SOSREP or KDE, got {type(estimator).__name__}")
 
 
+#: Default mollification h / length scale for random-feature kernels (module docstring).
+DEFAULT_SMOOTHING = 0.5
+
+
+def _resolve_smoothing(kernel, smoothing: float | None) -> float:
+    if smoothing is None:
+        return DEFAULT_SMOOTHING if kernel.random_features else 0.0
+    if not (isinstance(smoothing, (int, float)) and math.isfinite(smoothing) and smoothing >= 0):
+        raise ValueError(f"`smoothing` must be a finite number >= 0, got {smoothing!r}")
+    if smoothing > 0 and not kernel.random_features:
+        raise ValueError("`smoothing` > 0 is implemented for random-feature kernels only")
+    return float(smoothing)
+
+
+def mollified_expansion(expansion, h: float):
+    r"""The expansion of :math:`f_h = f * N(0, h^2 I)` for a random-feature expansion f.
+
+    :math:`E_\varepsilon \cos(\omega^\top(x + h\varepsilon) + b) = e^{-h^2|\omega|^2/2}
+    \cos(\omega^\top x + b)`, so the feature weights become :math:`v_j e^{-h^2|\omega_j|^2/2}`.
+    """
+    if not expansion.kernel.random_features:
+        raise ValueError("mollification is implemented for random-feature kernels only")
+    out = copy.copy(expansion)
+    w2 = (expansion.kernel.omega_ ** 2).sum(1)
+    out.v = expansion.v * torch.exp(-0.5 * h * h * w2)
+    return out
+
+
 def fisher_objective(
     estimator,
     X,
@@ -55,15 +102,21 @@ def fisher_objective(
     method: str = "closed",
     n_probes: int = 64,
     seed: int = 0,
+    smoothing: float | None = None,
 ) -> FisherEstimate:
     r"""Mean Hyvarinen score of the fitted ``estimator`` (SOSREP or KDE) on points X (n, d).
 
     ``method="closed"``: exact :math:`\Delta f`; ``"hutchinson"``: :math:`\Delta f` estimated
     with ``n_probes`` Rademacher probes (gradient by autograd), standard error over probes.
+    ``smoothing`` c: score of the mollified :math:`f_h`, :math:`h = c\,\ell` (random-feature
+    kernels only; ``None`` = 0.5 for those, 0 otherwise; see the module docstring).
     """
     p = _power(estimator)
     X = estimator._check_X(X)
     e = estimator.expansion_
+    c_smooth = _resolve_smoothing(e.kernel, smoothing)
+    if c_smooth > 0:
+        e = mollified_expansion(e, c_smooth * e.kernel.length_scale())
     c = p * p / 2.0 - p
     if method == "closed":
         if c == 0:
@@ -106,19 +159,24 @@ def select_bandwidth(
     *,
     method: str = "closed",
     n_probes: int = 64,
+    smoothing: float | None = None,
 ):
     r"""Choose the kernel bandwidth of ``estimator`` (SOSREP or KDE) from ``grid``.
 
     X (normal or contaminated training data only, never test data) is split at random into
     a fit part and a held-out part (``validation_fraction``); for every grid value the
     estimator is fitted on the fit part and the mean Hyvarinen score (module docstring) is
-    computed on the held-out part; the minimiser wins. A grid value whose fit or score is not
-    finite is skipped (recorded as ``nan``). For the Laplacian kernel, whose Laplacian is
-    singular at the centres, held-out points equal to a fit point are left out (with a warning).
+    computed on the held-out part; the minimiser wins. A grid value whose fit does not
+    converge or whose score is not finite is skipped (recorded as ``nan``). Held-out points that duplicate a fit point (up to
+    ``1e-9 x`` the data scale) are left out for every kernel (module docstring: the score is
+    defined for continuous densities; for the Laplacian kernel it is also singular there).
+    Random-feature kernels are scored on the mollified model (``smoothing``, module docstring).
+    A minimiser at either end of the grid warns (extend the grid).
 
     Returns a clone of ``estimator`` refitted on all of X with the chosen bandwidth, carrying
     ``bandwidth_`` (the chosen value), ``bandwidth_grid_`` and ``bandwidth_scores_`` (the
-    objective per grid value) and ``selection_time_`` (seconds, refit included).
+    objective per grid value), ``n_duplicates_excluded_``, ``bandwidth_at_edge_`` and
+    ``selection_time_`` (seconds, refit included).
     """
     t0 = time.perf_counter()
     _power(estimator)
@@ -136,17 +194,20 @@ def select_bandwidth(
     perm = torch.from_numpy(np.random.default_rng(seed).permutation(n))
     X_fit, X_val = Xt[perm[n_val:]], Xt[perm[:n_val]]
     param = estimator.kernel.bandwidth_param
-    if estimator.kernel.laplacian_singular_at_centres:
-        dup = (torch.cdist(X_val, X_fit) == 0).any(1)
-        if bool(dup.any()):
-            warnings.warn(
-                f"select_bandwidth: {int(dup.sum())} held-out point(s) coincide with fit points "
-                "and are left out (the Laplacian kernel is not twice differentiable there)",
-                stacklevel=2,
+    _resolve_smoothing(estimator.kernel, smoothing)
+    scale = float((Xt.max(0).values - Xt.min(0).values).norm())
+    tie_radius = 1e-9 * (scale if scale > 0 else 1.0)
+    dup = torch.zeros(X_val.shape[0], dtype=torch.bool)
+    for s in range(0, X_val.shape[0], 1024):
+        dup[s : s + 1024] = (torch.cdist(X_val[s : s + 1024], X_fit) <= tie_radius).any(1)
+    n_dup = int(dup.sum())
+    if n_dup:
+        X_val = X_val[~dup]
+        if X_val.shape[0] == 0:
+            raise ValueError(
+                "every held-out point duplicates a fit point: the Hyvarinen score needs "
+                "continuous data (deduplicate X)"
             )
-            X_val = X_val[~dup]
-            if X_val.shape[0] == 0:
-                raise ValueError("every held-out point duplicates a fit point")
     scores = []
     for value in grid:
         est = clone(estimator).set_params(**{f"kernel__{param}": value})
@@ -154,14 +215,32 @@ def select_bandwidth(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 est.fit(X_fit)
-            scores.append(fisher_objective(est, X_val, method=method, n_probes=n_probes).value)
+            if not getattr(est, "converged_", True):
+                # not a solution of the SOSREP problem at this bandwidth (e.g. random features
+                # too few to resolve a kernel much narrower than the point spacing)
+                raise FloatingPointError("not converged")
+            fe = fisher_objective(
+                est, X_val, method=method, n_probes=n_probes, smoothing=smoothing
+            )
+            scores.append(fe.value)
         except FloatingPointError:
             scores.append(float("nan"))
     arr = np.asarray(scores)
     if not np.isfinite(arr).any():
         raise FloatingPointError(f"no bandwidth in {grid} gave a finite Fisher divergence")
-    best = grid[int(np.nanargmin(arr))]
+    i_best = int(np.nanargmin(arr))
+    best = grid[i_best]
+    finite = [g for g, v in zip(grid, arr) if np.isfinite(v)]
+    at_edge = len(grid) > 1 and best in (min(finite), max(finite))
+    if at_edge:
+        warnings.warn(
+            f"select_bandwidth: the Fisher divergence is smallest at the end of the grid "
+            f"({best:g}); extend the grid",
+            stacklevel=2,
+        )
     final = clone(estimator).set_params(**{f"kernel__{param}": best}).fit(Xt)
+    final.n_duplicates_excluded_ = n_dup
+    final.bandwidth_at_edge_ = at_edge
     final.bandwidth_ = best
     final.bandwidth_grid_ = np.asarray(grid)
     final.bandwidth_scores_ = arr

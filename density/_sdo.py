@@ -130,6 +130,13 @@ class SDOKernel(VectorKernel):
     def log_integral(self) -> float:
         return 0.0
 
+    def length_scale(self) -> float:
+        r"""The length scale :math:`\ell = a^{1/(2m)}` of the fitted kernel: :math:`k_a(x, y)`
+        depends on x - y only through :math:`(x - y)/\ell` (times :math:`\ell^{-d}`), and the
+        frequencies satisfy :math:`|\omega_j|\,\ell = u_j^{1/(2m)}` with :math:`u_j` the
+        beta-prime draw."""
+        return float(self.a) ** (1.0 / (2 * self.m_))
+
     def _features(self, X: torch.Tensor) -> torch.Tensor:
         """Normalised features (n, D): k_a(x, y) ~ exp(log_scale_) phi(x) . phi(y)."""
         return torch.cos(X @ self.omega_.T + self.phases_) * self._feat_norm

@@ -25,11 +25,12 @@ from ._validation import as_data, check_int, check_positive, resolve_device
 
 __all__ = ["SOSREP"]
 
-#: Up to this many points the random-feature Gram K = Phi Phi^T is formed once (one GEMM,
-#: compute-bound) and iterated on; above it K alpha = Phi (Phi^T alpha) is applied per step
-#: (memory-bound, O(N D) per step, no N x N matrix). Measured crossover on 1-2 CPU cores with
-#: D = 10,000 and ~90 steps: a few thousand points (benchmarks/bench_density.py).
-DENSE_GRAM_MAX_N = 4000
+#: Up to this many points the random-feature Gram K = Phi Phi^T is formed once and iterated
+#: on; above it K alpha = Phi (Phi^T alpha) is applied per step (no N x N matrix). Forming K
+#: costs 2 N^2 D flops, the feature form 4 N D per step, and the solver takes ~60-100 steps
+#: (lr = 0.1, tol 1e-6, measured on ADBench), so the feature form is cheaper above
+#: N ~ 2 x steps ~ 200 (benchmarks/bench_density.py).
+DENSE_GRAM_MAX_N = 256
 
 
 def _fit_kernel(kernel: VectorKernel, X, device, min_samples: int):

@@ -81,3 +81,72 @@ def test_select_bandwidth_bad_inputs():
         select_bandwidth(SOSREP(GaussianKernel()), X3, [1.0], validation_fraction=1.5)
     with pytest.raises(TypeError, match="SOSREP or KDE"):
         select_bandwidth(object(), X3, [1.0])
+
+
+def test_mollified_expansion_is_gaussian_smoothing():
+    # oracle: f_h(x) = E f(x + h eps), eps ~ N(0, I), by Monte Carlo over eps
+    from density._bandwidth import mollified_expansion
+
+    X2 = rng.standard_normal((60, 2))
+    est = SOSREP(SDOKernel(a=0.05, n_features=2000, seed=0)).fit(X2)
+    e = est.expansion_
+    h = 0.3
+    x = torch.tensor(rng.standard_normal((4, 2)))
+    smooth = mollified_expansion(e, h).raw_value(x).numpy()
+    gen = torch.Generator().manual_seed(0)
+    eps = torch.randn(4000, 2, generator=gen, dtype=torch.float64)
+    for i in range(4):
+        vals = e.raw_value(x[i] + h * eps).numpy()
+        se = vals.std(ddof=1) / np.sqrt(len(vals))
+        assert abs(vals.mean() - smooth[i]) < 4.5 * se, (i, vals.mean(), smooth[i], se)
+
+
+def test_sdo_default_smoothing_and_validation():
+    est = SOSREP(SDOKernel(a=0.05, n_features=2000, seed=0)).fit(X3)
+    auto = fisher_objective(est, V3).value
+    assert auto == pytest.approx(fisher_objective(est, V3, smoothing=0.5).value)
+    assert auto != pytest.approx(fisher_objective(est, V3, smoothing=0.0).value)
+    with pytest.raises(ValueError, match="smoothing"):
+        fisher_objective(est, V3, smoothing=-1.0)
+    gauss = SOSREP(GaussianKernel(0.8)).fit(X3)
+    with pytest.raises(ValueError, match="random-feature"):
+        fisher_objective(gauss, V3, smoothing=0.5)
+
+
+def test_duplicates_are_left_out_of_the_criterion():
+    # duplicated rows: without the exclusion, held-out copies of fit points send the criterion
+    # to -inf as sigma -> 0 (-d / sigma^2), and the smallest grid value would win
+    base = np.random.default_rng(0).standard_normal((300, 1))
+    data = np.vstack([base, base[:60]])  # 60 rows twice
+    grid = [0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6]
+    with _no_warn():
+        est = select_bandwidth(SOSREP(GaussianKernel()), data, grid, seed=0)
+    assert est.n_duplicates_excluded_ > 0
+    assert est.bandwidth_ > grid[0]
+    assert not est.bandwidth_at_edge_
+    # the same data kept in the criterion (oracle: held-out score by hand) favours sigma -> 0
+    from sklearn.base import clone
+
+    fit, val = data[:300], data[300:]  # every held-out row duplicates a fit row
+    v_small = fisher_objective(clone(SOSREP(GaussianKernel(0.02))).fit(fit), val).value
+    v_mid = fisher_objective(clone(SOSREP(GaussianKernel(0.4))).fit(fit), val).value
+    assert v_small < v_mid
+
+
+def test_minimum_at_grid_edge_warns():
+    data = np.random.default_rng(4).standard_normal((150, 1))
+    with pytest.warns(UserWarning, match="end of the grid"):
+        est = select_bandwidth(SOSREP(GaussianKernel()), data, [5.0, 10.0, 20.0], seed=0)
+    assert est.bandwidth_at_edge_
+
+
+class _no_warn:
+    def __enter__(self):
+        import warnings
+
+        self._cm = warnings.catch_warnings()
+        self._cm.__enter__()
+        warnings.simplefilter("error", UserWarning)
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)
