@@ -112,3 +112,15 @@ def test_sdo_sosrep_converges_and_scores_log_f2():
     # fixed point in terms of the kernel as defined
     fx = est.kernel_.gram(X).numpy() @ est.alpha_.numpy()
     np.testing.assert_allclose(200 * est.alpha_.numpy() * fx, 1.0, atol=1e-5)
+
+
+def test_lr_one_third_reaches_the_same_fixed_point_in_fewer_steps():
+    # linearised contraction per step: max(|1 - 2s|, |1 - s(1 + l)|), s = 2 lr, l in [0, 1];
+    # lr = 1/3 gives 1/3, lr = 0.1 gives 0.8: expect several times fewer steps
+    _, K = _gauss_gram(n=80, sigma=0.5)
+    slow = sosrep_solve(K, lr=0.1, tol=1e-9, max_iter=20_000)
+    fast = sosrep_solve(K, lr=1 / 3, tol=1e-9, max_iter=20_000)
+    assert slow.converged and fast.converged
+    assert fast.n_iter * 2 < slow.n_iter, (fast.n_iter, slow.n_iter)
+    np.testing.assert_allclose(fast.alpha.numpy(), slow.alpha.numpy(), rtol=1e-7)
+    assert bool((fast.alpha > 0).all())
