@@ -25,12 +25,28 @@ from ._validation import as_data, check_int, check_positive, resolve_device
 
 __all__ = ["SOSREP"]
 
-#: Up to this many points the random-feature Gram K = Phi Phi^T is formed once and iterated
-#: on; above it K alpha = Phi (Phi^T alpha) is applied per step (no N x N matrix). Forming K
-#: costs 2 N^2 D flops, the feature form 4 N D per step, and the solver takes ~60-100 steps
-#: (lr = 0.1, tol 1e-6, measured on ADBench), so the feature form is cheaper above
-#: N ~ 2 x steps ~ 200 (benchmarks/bench_density.py).
-DENSE_GRAM_MAX_N = 256
+#: Random-feature Gram: forming K = Phi Phi^T once (2 N^2 D flops, a compute-bound GEMM) beats
+#: applying K alpha = Phi (Phi^T alpha) per step (two memory-bound passes over Phi) while
+#: N <= DENSE_GRAM_N_PER_STEP x (expected steps); measured crossover with D = 10,000 on 1-2
+#: CPU cores: N ~ 3000-4000 at lr = 0.1 (~60-80 steps), i.e. ~50 points per step
+#: (benchmarks/bench_density.py).
+DENSE_GRAM_N_PER_STEP = 50
+
+
+def expected_steps(lr: float, tol: float) -> int:
+    """Steps to reach ``tol`` at the linearised contraction rho = max(|1 - s|, |1 - 2s|), s = 2 lr.
+
+    Near the fixed point the error along an eigenvector of N diag(alpha) K diag(alpha) with
+    eigenvalue l in [0, 1] is multiplied by 1 - s(1 + l) per step; rho is the worst case.
+    """
+    s = 2.0 * lr
+    rho = max(abs(1.0 - s), abs(1.0 - 2.0 * s), 1e-3)
+    return max(1, math.ceil(math.log(min(tol, 0.5)) / math.log(rho)))
+
+
+def use_dense_gram(n: int, lr: float, tol: float) -> bool:
+    """Whether forming the (n, n) random-feature Gram is expected to be faster."""
+    return n <= DENSE_GRAM_N_PER_STEP * expected_steps(lr, tol)
 
 
 def _fit_kernel(kernel: VectorKernel, X, device, min_samples: int):
@@ -59,8 +75,8 @@ class SOSREP(BaseEstimator):
     device : torch device for the fit and scoring (overrides the kernel's); "cuda" works.
     seed : seed of the initialisation :math:`\alpha_0 = 0.1|N(0, 1)|`.
 
-    Random-feature kernels use :math:`K\alpha = \Phi(\Phi^\top\alpha)` (K never formed) above
-    ``DENSE_GRAM_MAX_N`` points (below it forming K once is faster) and
+    Random-feature kernels use :math:`K\alpha = \Phi(\Phi^\top\alpha)` (K never formed) when
+    that is expected to be faster than forming K once (:func:`use_dense_gram`) and
     their Gram can hold negative entries, so alpha and f(x_i) may change sign there (the
     objective sees f only through f^2); with a non-negative exact kernel alpha stays > 0.
 
@@ -106,7 +122,7 @@ class SOSREP(BaseEstimator):
                 raise FloatingPointError("SDO features are not finite; check `a` and the data")
             op = FeatureGram(Phi)
             sol = sosrep_solve(
-                op.dense() if Phi.shape[0] <= DENSE_GRAM_MAX_N else op,
+                op.dense() if use_dense_gram(Phi.shape[0], self.lr, self.tol) else op,
                 lr=self.lr,
                 max_iter=int(self.max_iter),
                 tol=self.tol,
