@@ -90,7 +90,7 @@ def mollified_expansion(expansion, h: float):
     if not expansion.kernel.random_features:
         raise ValueError("mollification is implemented for random-feature kernels only")
     out = copy.copy(expansion)
-    w2 = (expansion.kernel.omega_ ** 2).sum(1)
+    w2 = (expansion.kernel.omega_**2).sum(1)
     out.v = expansion.v * torch.exp(-0.5 * h * h * w2)
     return out
 
@@ -167,9 +167,10 @@ def select_bandwidth(
     a fit part and a held-out part (``validation_fraction``); for every grid value the
     estimator is fitted on the fit part and the mean Hyvarinen score (module docstring) is
     computed on the held-out part; the minimiser wins. A grid value whose fit does not
-    converge or whose score is not finite is skipped (recorded as ``nan``). Held-out points that duplicate a fit point (up to
-    ``1e-9 x`` the data scale) are left out for every kernel (module docstring: the score is
-    defined for continuous densities; for the Laplacian kernel it is also singular there).
+    converge or whose score is not finite is skipped (recorded as ``nan``). Held-out points
+    that duplicate a fit point (up to ``1e-9 x`` the data scale) are left out for every
+    kernel (module docstring: the score is defined for continuous densities; for the
+    Laplacian kernel it is also singular there).
     Random-feature kernels are scored on the mollified model (``smoothing``, module docstring).
     A minimiser at either end of the grid warns (extend the grid).
 
@@ -219,9 +220,7 @@ def select_bandwidth(
                 # not a solution of the SOSREP problem at this bandwidth (e.g. random features
                 # too few to resolve a kernel much narrower than the point spacing)
                 raise FloatingPointError("not converged")
-            fe = fisher_objective(
-                est, X_val, method=method, n_probes=n_probes, smoothing=smoothing
-            )
+            fe = fisher_objective(est, X_val, method=method, n_probes=n_probes, smoothing=smoothing)
             scores.append(fe.value)
         except FloatingPointError:
             scores.append(float("nan"))
