@@ -38,8 +38,7 @@ def signature_levels(
         out = np.zeros((n, sum(d**k for k in range(1, level + 1))))
         signatures(dx, level, out)
         flat = torch.from_numpy(out).to(device=increments.device, dtype=increments.dtype)
-        sizes = [d**k for k in range(1, level + 1)]
-        return list(torch.split(flat, sizes, dim=1))
+        return list(torch.split(flat, [d**k for k in range(1, level + 1)], dim=1))
     S = [increments.new_zeros((n, d**k)) for k in range(1, level + 1)]
     for t in range(L):
         v = increments[:, t]
@@ -178,7 +177,21 @@ class TruncatedSignatureKernel(Kernel):
 
     def _features(self, X: SeriesBatch) -> list[torch.Tensor]:
         c = float(self.scale) * math.sqrt(float(self._static.scale))
+        if X.values.device.type == "cpu":
+            flat = torch.from_numpy(self._flat_features(X))
+            sizes = [X.d**k for k in range(1, int(self.level) + 1)]
+            return list(torch.split(flat.to(self._dtype), sizes, dim=1))
         return signature_levels(torch.diff(X.values, dim=1) * c, int(self.level))
+
+    def _flat_features(self, X: SeriesBatch) -> np.ndarray:
+        """CPU: levels 1..N of the signatures, concatenated, float64 array (n, d + ... + d^N)."""
+        from ._signature_truncated_numba import signatures_from_values
+
+        c = float(self.scale) * math.sqrt(float(self._static.scale))
+        V = np.ascontiguousarray(X.values.detach().numpy(), dtype=np.float64)
+        out = np.empty((X.n, self._n_features(X.d)))
+        signatures_from_values(V, c, int(self.level), out)
+        return out
 
     # ------------------------------------------------------------------ blocks
     def _levels_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
@@ -202,9 +215,29 @@ class TruncatedSignatureKernel(Kernel):
         return self._combine(self._diag_levels(X))[-1]
 
     def _assemble(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
-        if self._use_features(X.n + (0 if Y is None else Y.n), X.d):
+        if not self._use_features(X.n + (0 if Y is None else Y.n), X.d):
+            return super()._assemble(X, Y)
+        if self._device.type != "cpu":
             return self._combine(self._feature_levels(X, Y))[-1]
-        return super()._assemble(X, Y)
+        # CPU: one matrix product (torch's BLAS: numpy's OpenBLAS threads busy-wait for a
+        # long time after each call, starving the other thread pools), no per-level torch
+        # ops; cumulative levels are one product of the concatenated levels,
+        # 1 + sum_k <S^k(x), S^k(y)>
+        N = int(self.level)
+        FX = torch.from_numpy(self._flat_features(X))
+        if self.levels == "single":
+            FX = FX[:, -(X.d**N) :]
+        if Y is None:
+            K = torch.mm(FX, FX.T).numpy()
+            lo = np.tril_indices(X.n, -1)
+            K[lo] = K.T[lo]  # exactly symmetric
+        else:
+            FY = torch.from_numpy(self._flat_features(Y))
+            if self.levels == "single":
+                FY = FY[:, -(Y.d**N) :]
+            K = torch.mm(FX, FY.T).numpy()
+        K += 1.0
+        return torch.from_numpy(K).to(self._dtype)
 
     def _feature_levels(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
         FX = self._features(X)

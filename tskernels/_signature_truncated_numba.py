@@ -2,13 +2,19 @@ r"""Compiled (numba) core of the truncated signature kernel: explicit truncated 
 
 Isolated numba module. The signature of a piecewise-linear path is the product (Chen) of
 the segment exponentials; each segment multiplies the running signature by
-:math:`\exp(v) = \sum_j v^{\otimes j}/j!` in Horner form, level by level from the top:
+:math:`\exp(v) = \sum_j v^{\otimes j}/j!` in Horner form, level by level from the top (so
+the lower levels used are still the old ones):
 
 .. math::
     S^k \leftarrow S^k + \Big(\big((v/k + S^1) \otimes v/(k-1) + S^2\big) \otimes \cdots
     + S^{k-1}\Big) \otimes v.
 
-Inputs are assumed clean: C-contiguous float64 increments (n, L, d), finite.
+Each Horner step is an outer product with ``v`` whose new letter varies slowest, so it is
+``d`` contiguous loops over the previous step's entries. The loops run over 1-d slices
+starting at index 0 (LLVM vectorises these; with a run-time start offset numba's negative
+index wraparound blocks vectorisation). Paths are distributed over threads (``prange``).
+
+Inputs are assumed clean: C-contiguous float64 arrays, finite.
 """
 
 from __future__ import annotations
@@ -16,58 +22,98 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["signatures"]
+__all__ = ["signatures", "signatures_from_values"]
+
+#: only FMA contraction: IEEE semantics otherwise kept
+_FM = {"contract"}
 
 
-@njit(cache=True, parallel=True, fastmath={"contract"})
-def signatures(dX, level, out):
-    """Levels 1..``level`` of the signatures of paths with increments ``dX`` (n, L, d).
+@njit(cache=True, fastmath=_FM)
+def _segment(v, level, off, S, B, C, tmp):
+    """Chen's relation for one segment: S <- S (x) exp(v), levels 1..``level`` in place."""
+    d = v.shape[0]
+    for k in range(level, 1, -1):
+        # Horner steps m = 1..k-2 in the scratch buffers (cur -> nxt, then swapped)
+        fk = 1.0 / k
+        for c in range(d):
+            B[c] = v[c] * fk
+        width = d
+        cur = B
+        nxt = C
+        for m in range(1, k - 1):
+            f = 1.0 / (k - m)
+            Sm = S[off[m] : off[m] + width]
+            tv = tmp[:width]
+            cv = cur[:width]
+            for i in range(width):
+                tv[i] = cv[i] + Sm[i]
+            for c in range(d):
+                wc = v[c] * f
+                dv = nxt[c * width : (c + 1) * width]
+                for i in range(width):
+                    dv[i] = tv[i] * wc
+            width *= d
+            cur, nxt = nxt, cur
+        # last step m = k-1 (factor 1) accumulates straight into level k
+        Sm = S[off[k - 1] : off[k - 1] + width]
+        tv = tmp[:width]
+        cv = cur[:width]
+        for i in range(width):
+            tv[i] = cv[i] + Sm[i]
+        base = off[k]
+        for c in range(d):
+            vc = v[c]
+            dv = S[base + c * width : base + (c + 1) * width]
+            for i in range(width):
+                dv[i] += tv[i] * vc
+    for c in range(d):
+        S[c] += v[c]
 
-    ``out`` (n, d + d^2 + ... + d^level), zero-initialised, receives the levels concatenated
-    (level k at offset d + ... + d^(k-1)); the word (i_1, ..., i_k) sits at index
-    i_1 + i_2 d + ... + i_k d^(k-1) (reversed order: the last letter varies slowest, so each
-    Horner step is a contiguous, vectorisable loop).
-    """
-    n, L, d = dX.shape
+
+@njit(cache=True)
+def _offsets(level, d):
+    """Offsets of the levels in the flat layout (level k starts at off[k]) and d^level."""
     off = np.zeros(level + 2, dtype=np.int64)
     size = 1
     for k in range(1, level + 1):
         size *= d
         off[k + 1] = off[k] + size
+    return off, size
+
+
+@njit(cache=True, parallel=True, fastmath=_FM)
+def signatures(dX, level, out):
+    """Levels 1..``level`` of the signatures of paths with increments ``dX`` (n, L, d).
+
+    ``out`` (n, d + d^2 + ... + d^level), zero-initialised, receives the levels concatenated
+    (level k at offset d + ... + d^(k-1)); the word (i_1, ..., i_k) sits at index
+    i_1 + i_2 d + ... + i_k d^(k-1) (reversed order: the last letter varies slowest).
+    """
+    n, L, d = dX.shape
+    off, size = _offsets(level, d)
+    for s in prange(n):
+        B = np.empty(size)
+        C = np.empty(size)
+        tmp = np.empty(size)
+        row = out[s]
+        for t in range(L):
+            _segment(dX[s, t], level, off, row, B, C, tmp)
+
+
+@njit(cache=True, parallel=True, fastmath=_FM)
+def signatures_from_values(V, scale, level, out):
+    """As :func:`signatures` for the increments ``scale * (V[:, t+1] - V[:, t])`` of the
+    points ``V`` (n, T, d); ``out`` need not be initialised."""
+    n, T, d = V.shape
+    off, size = _offsets(level, d)
     for s in prange(n):
         B = np.empty(size)
         C = np.empty(size)
         tmp = np.empty(size)
         v = np.empty(d)
-        for t in range(L):
+        row = out[s]
+        row[:] = 0.0
+        for t in range(T - 1):
             for c in range(d):
-                v[c] = dX[s, t, c]
-            for k in range(level, 1, -1):
-                # Horner steps m = 1..k-2 in the scratch buffers (alternating B -> C -> B ...)
-                for c in range(d):
-                    B[c] = v[c] / k
-                width = d
-                for m in range(1, k - 1):
-                    f = 1.0 / (k - m)
-                    o = off[m]
-                    src, dst = (B, C) if m % 2 == 1 else (C, B)
-                    for i in range(width):
-                        tmp[i] = (src[i] + out[s, o + i]) * f
-                    for c in range(d):
-                        vc = v[c]
-                        oc = c * width
-                        for i in range(width):
-                            dst[oc + i] = tmp[i] * vc
-                    width *= d
-                # last step m = k-1 (factor 1) accumulates straight into level k
-                src = B if k % 2 == 0 else C
-                o, ok = off[k - 1], off[k]
-                for i in range(width):
-                    tmp[i] = src[i] + out[s, o + i]
-                for c in range(d):
-                    vc = v[c]
-                    oc = ok + c * width
-                    for i in range(width):
-                        out[s, oc + i] += tmp[i] * vc
-            for c in range(d):
-                out[s, c] += v[c]
+                v[c] = (V[s, t + 1, c] - V[s, t, c]) * scale
+            _segment(v, level, off, row, B, C, tmp)
