@@ -12,8 +12,9 @@ never recomputed, so an interrupted run resumes where it stopped.
 Bandwidths of SOSREP/KDE are chosen by the Fisher divergence on a held-out 20 % of the training
 part (``density.select_bandwidth``: duplicates of fit points left out, SDO scored on the
 mollified model) over length scales l in r * {1, 2, 4, 8} (sigma = l; SDO a = l^(2 m_SDO)),
-where r is the median nearest-neighbour distance of the training part (distinct points): the
-smallest scale the sample resolves. Below it the held-out Fisher divergence keeps falling on
+where r is the median nearest-neighbour distance of the training part (distinct points), the
+smallest scale the sample resolves, floored at 1/8 of the median pairwise distance (near-ties
+of quantised data). Below it the held-out Fisher divergence keeps falling on
 these data (docs/sections/density.md), so r is the grid's floor. The SDO kernel uses
 10,000 float32 random features (SOSREP tol 1e-4, float32 resolution); SOSREP runs with
 lr = 1/3 (fastest linearised contraction, see ``_density_method``).
@@ -117,7 +118,10 @@ def _density_method(
 
         import density as dn
 
-        r = nn_spacing(Xtr, seed)
+        # floor: the nn spacing, but not below 1/8 of the median pairwise distance (quantised
+        # data such as shuttle or ALOI have near-ties that shrink the nn spacing to the
+        # quantisation step, where exact kernels underflow at held-out points)
+        r = max(nn_spacing(Xtr, seed), median_distance(Xtr, seed) / 8)
         ells = r * np.asarray(factors)
         d = Xtr.shape[1]
         tol = 1e-6
