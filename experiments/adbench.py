@@ -359,12 +359,22 @@ def run(args) -> None:
 
 
 # -- report ----------------------------------------------------------------------------------
-def table(db: Path, methods: list[str] | None = None, complete_only: bool = True):
-    """(markdown text, mean AUC per method, mean rank per method) from the results file."""
+def table(
+    db: Path,
+    methods: list[str] | None = None,
+    complete_only: bool = True,
+    seeds: list[int] | None = None,
+):
+    """(markdown text, mean AUC per method, mean rank per method) from the results file.
+
+    ``seeds``: only these seeds (default all); a data set counts a method's mean over the seeds
+    it has, and the "(Ns)" tag gives the fewest seeds any method has there."""
     con = open_db(db)
     rows = con.execute(
         "SELECT dataset, method, seed, auc, fit_score_s FROM results WHERE auc IS NOT NULL"
     ).fetchall()
+    if seeds is not None:
+        rows = [r for r in rows if r[2] in seeds]
     if not rows:
         return "no results yet", {}, {}
     aucs: dict = {}
@@ -418,7 +428,9 @@ def table(db: Path, methods: list[str] | None = None, complete_only: bool = True
 
 
 def report(args) -> None:
-    text, mean_auc, mean_rank = table(Path(args.db), args.methods, not args.all_datasets)
+    text, mean_auc, mean_rank = table(
+        Path(args.db), args.methods, not args.all_datasets, args.seeds
+    )
     print(text)
     if mean_rank:
         order = sorted(mean_rank, key=mean_rank.get)
@@ -446,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("report", help="print the AUC-ROC table")
     q.add_argument("--db", default=str(DEFAULT_DB))
     q.add_argument("--methods", nargs="*", default=None)
+    q.add_argument("--seeds", nargs="*", type=int, default=None)
     q.add_argument(
         "--all-datasets",
         action="store_true",
