@@ -224,7 +224,22 @@ class GlobalAlignmentKernel(Kernel):
             VX, VXT, LX, RX = _numpy_batch(X)
             weighted = bool(self.triangular_weights)
             with _numba_threads(self.n_jobs):
-                if symmetric:
+                if band == 0 and not weighted:  # pairs in SIMD lanes
+                    if symmetric:
+                        ii, jj = np.triu_indices(X.n)
+                        VY, VYT, LY, RY = VX, VXT, LX, RX
+                    else:
+                        VY, VYT, LY, RY = _numpy_batch(Y)
+                        ii, jj = np.divmod(np.arange(X.n * Y.n), Y.n)
+                    vals = np.empty(len(ii))
+                    _gak_numba.log_gak_pairs(
+                        VX, VXT, LX, RX, VY, VYT, LY, RY, ii, jj, inv2s2, w, vals
+                    )
+                    out = np.empty((X.n, Y.n))
+                    out[ii, jj] = vals
+                    if symmetric:
+                        out[jj, ii] = vals
+                elif symmetric:
                     out = _gak_numba.log_gak_sym(VX, VXT, LX, RX, inv2s2, w, weighted, band)
                 else:
                     _, VYT, LY, RY = _numpy_batch(Y)
@@ -254,7 +269,12 @@ class GlobalAlignmentKernel(Kernel):
             inv2s2 = 1.0 / (2.0 * sigma * sigma)
             weighted = bool(self.triangular_weights)
             with _numba_threads(self.n_jobs):
-                out = _gak_numba.log_gak_diag(V, VT, L, R, inv2s2, w, weighted, band)
+                if band == 0 and not weighted:  # pairs in SIMD lanes
+                    idx = np.arange(X.n)
+                    out = np.empty(X.n)
+                    _gak_numba.log_gak_pairs(V, VT, L, R, V, VT, L, R, idx, idx, inv2s2, w, out)
+                else:
+                    out = _gak_numba.log_gak_diag(V, VT, L, R, inv2s2, w, weighted, band)
             return torch.from_numpy(out)
         log_w = torch.from_numpy(np.log(w)).to(device=X.values.device, dtype=X.values.dtype)
         rows = max(1, self._wavefront_budget() // max(1, self._wavefront_pair_bytes(X, X)))

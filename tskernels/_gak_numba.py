@@ -385,3 +385,146 @@ def log_gak_diag(V, VT, L, R, inv2s2, w, weighted, band):
         sm = _small(R[i], R[i], inv2s2)
         out[i] = _pair_log_gak(V[i], L[i], VT[i], L[i], inv2s2, w, weighted, band, care, sm)
     return out
+
+
+# ---------------------------------------------------------------------------- pair lanes
+@njit(cache=True, inline="always", fastmath=_FM)
+def _kappa_small(a):
+    """kappa = e / (2 - e), e = exp(-a), for 0 <= a <= 1/16, without exp or division: the
+    Taylor series 2 sum_n Fub_n (-a)^n / n! - 1 (Fub_n the ordered Bell numbers; radius
+    ln 2), degree 16 (truncation below 1e-17 relative)."""
+    p = 508.1210211865752
+    p = p * a + -352.2026532187148
+    p = p * a + 244.12827606428237
+    p = p * a + -169.21682624891827
+    p = p * a + 117.29216601781705
+    p = p * a + -81.30073417708834
+    p = p * a + 56.35337466931217
+    p = p * a + -39.061182760141094
+    p = p * a + 27.07514880952381
+    p = p * a + -18.767063492063492
+    p = p * a + 13.008333333333333
+    p = p * a + -9.016666666666667
+    p = p * a + 6.25
+    p = p * a + -4.333333333333333
+    p = p * a + 3.0
+    p = p * a + -2.0
+    p = p * a + 1.0
+    return p
+
+
+#: pairs solved together, one per SIMD lane (the innermost array axis)
+_P = 64
+#: log of the float64 range kept clear of over/underflow by the a-priori bounds
+_LOG_RANGE = 690.0
+
+
+@njit(cache=True)
+def _lanes_safe(rx, ry, nx, ny, inv2s2):
+    """Whether every cell M[i, j], i <= nx, j <= ny, stays within exp(+-690) in linear
+    space without rescaling: kappa <= 1 gives M[i, j] <= 3^(i + j), and the product along
+    one alignment (at most i + j - 1 cells) gives M[i, j] >= kappa_min^(i + j), with
+    kappa_min from the largest norms (e_min = exp(-(rx + ry)^2 / (2 sigma^2)))."""
+    a = (rx + ry) * (rx + ry) * inv2s2
+    neg_log_kmin = a + math.log(2.0 - math.exp(-a))
+    n = nx + ny
+    return n * 1.0986122886681098 < _LOG_RANGE and n * neg_log_kmin < _LOG_RANGE
+
+
+@njit(cache=True, fastmath=_FM, error_model="numpy", parallel=True)
+def log_gak_pairs(VX, VXT, LX, RX, VY, VYT, LY, RY, ii, jj, inv2s2, w, out):
+    """log K(VX[ii[q]], VY[jj[q]]) -> out[q], no band, unit weights.
+
+    ``_P`` pairs at once, one per SIMD lane: the local kernels of a row and the recursion
+    along it are vector operations over the pairs, so the serial dependence along a row is
+    shared by ``_P`` pairs. Linear space without any rescaling, used for the pairs whose
+    cells provably stay within the float64 range (:func:`_lanes_safe`, e.g. T <= 300 with
+    bandwidths near the median heuristic); other pairs go to the rescaled recursion
+    :func:`_pair_log_gak`.
+    """
+    npairs = ii.shape[0]
+    T1, d = VX.shape[1], VX.shape[2]
+    T2 = VY.shape[1]
+    nch = (npairs + _P - 1) // _P
+    for cc in prange(nch):
+        ch = np.int64(cc)
+        xs = np.empty((T1, d, _P))
+        ys = np.empty((T2, d, _P))
+        prev = np.empty((T2 + 1, _P))
+        cur = np.empty((T2 + 1, _P))
+        kap = np.empty((T2, _P))
+        acc = np.empty(_P)
+        res = np.zeros(_P)
+        nx = np.zeros(_P, dtype=np.int64)
+        ny = np.zeros(_P, dtype=np.int64)
+        safe = np.zeros(_P, dtype=np.bool_)
+        small = True
+        any_safe = False
+        for p in range(_P):
+            q = min(ch * _P + p, npairs - 1)
+            i, j = ii[q], jj[q]
+            for a in range(T1):
+                for k in range(d):
+                    xs[a, k, p] = VX[i, a, k]
+            for b in range(T2):
+                for k in range(d):
+                    ys[b, k, p] = VY[j, b, k]
+            nx[p] = LX[i]
+            ny[p] = LY[j]
+            safe[p] = _lanes_safe(RX[i], RY[j], LX[i], LY[j], inv2s2)
+            any_safe = any_safe or safe[p]
+            small = small and _small(RX[i], RY[j], inv2s2)
+        if any_safe:
+            mx = 0
+            my = 0
+            for p in range(_P):
+                mx = max(mx, nx[p])
+                my = max(my, ny[p])
+            prev[:, :] = 0.0
+            for p in range(_P):
+                prev[0, p] = 1.0
+            for i in range(1, mx + 1):
+                for p in range(_P):
+                    cur[0, p] = 0.0
+                # local kernels kappa of row i, vectorised over the lanes
+                for j in range(my):
+                    # squared distances, two channels per pass over the lanes
+                    k0 = d % 2
+                    if k0 == 1:
+                        for p in range(_P):
+                            diff = xs[i - 1, 0, p] - ys[j, 0, p]
+                            acc[p] = diff * diff
+                    else:
+                        for p in range(_P):
+                            acc[p] = 0.0
+                    for k in range(k0, d, 2):
+                        for p in range(_P):
+                            d0 = xs[i - 1, k, p] - ys[j, k, p]
+                            d1 = xs[i - 1, k + 1, p] - ys[j, k + 1, p]
+                            acc[p] += d0 * d0 + d1 * d1
+                    if small:  # kappa by its series, no exp or division
+                        for p in range(_P):
+                            kap[j, p] = _kappa_small(acc[p] * inv2s2)
+                    else:
+                        for p in range(_P):
+                            e = _exp_nonpos(-acc[p] * inv2s2)
+                            kap[j, p] = e / (2.0 - e)
+                for j in range(1, my + 1):
+                    for p in range(_P):
+                        cur[j, p] = kap[j - 1, p] * (prev[j - 1, p] + prev[j, p] + cur[j - 1, p])
+                for p in range(_P):
+                    if i == nx[p]:
+                        res[p] = cur[ny[p], p]
+                prev, cur = cur, prev
+        for p in range(_P):
+            q = ch * _P + p
+            if q < npairs:
+                if safe[p]:
+                    out[q] = math.log(res[p])
+                else:
+                    i, j = ii[q], jj[q]
+                    care = _careful(RX[i], RY[j], inv2s2)
+                    sm = _small(RX[i], RY[j], inv2s2)
+                    out[q] = _pair_log_gak(
+                        VX[i], LX[i], VYT[j], LY[j], inv2s2, w, False, 0, care, sm
+                    )
