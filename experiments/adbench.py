@@ -150,8 +150,9 @@ def _density_method(
                 est = est.set_params(**{f"kernel__{param}": float(grid[0])}).fit(Xtr)
                 est.bandwidth_, est.bandwidth_scores_ = float(grid[0]), np.array([np.nan])
         if kind == "KDE" and kernel_name == "SDO":
-            # signed density: ranks points where the random-feature estimate is <= 0
-            score = -est.density(Xte).double().numpy()
+            # signed density without its constant factor exp(log_factor), which over- or
+            # underflows for large d (d = 64, 100): same ranking, also where the estimate <= 0
+            score = -est.expansion_.raw_value(est._check_X(Xte)).double().numpy()
         else:
             score = -est.score_samples(Xte).double().numpy()
         pick = int(np.flatnonzero(np.asarray(grid) == est.bandwidth_)[0])
