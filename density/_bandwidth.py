@@ -200,7 +200,8 @@ def select_bandwidth(
     tie_radius = 1e-9 * (scale if scale > 0 else 1.0)
     dup = torch.zeros(X_val.shape[0], dtype=torch.bool)
     for s in range(0, X_val.shape[0], 1024):
-        dup[s : s + 1024] = (torch.cdist(X_val[s : s + 1024], X_fit) <= tie_radius).any(1)
+        dist = torch.cdist(X_val[s : s + 1024], X_fit, compute_mode="donot_use_mm_for_euclid_dist")
+        dup[s : s + 1024] = (dist <= tie_radius).any(1)  # exact differences: no mm rounding
     n_dup = int(dup.sum())
     if n_dup:
         X_val = X_val[~dup]

@@ -150,3 +150,16 @@ class _no_warn:
 
     def __exit__(self, *exc):
         return self._cm.__exit__(*exc)
+
+
+def test_duplicates_found_exactly_in_many_dimensions():
+    # matmul-based distances round |x - x| to ~1e-7 in d = 60; the tie test must not
+    base = np.random.default_rng(5).random((200, 60))
+    data = np.vstack([base, base[:40]])
+    n_val = int(round(0.2 * len(data)))
+    perm = np.random.default_rng(0).permutation(len(data))
+    val, fit = data[perm[:n_val]], data[perm[n_val:]]
+    expected = int(sum((fit == v).all(1).any() for v in val))  # oracle: exact row equality
+    assert expected > 0
+    est = select_bandwidth(KDE(GaussianKernel()), data, [0.5, 1.0, 2.0, 4.0], seed=0)
+    assert est.n_duplicates_excluded_ == expected
