@@ -209,6 +209,10 @@ def _pyod_method(name: str) -> Scorer:
             from pyod.models.pca import PCA as C
 
             det = C(random_state=seed)
+            # PyOD's PCA standardises columns: a column constant on the training part gives
+            # 0/0 = NaN scores (cardio, optdigits, mnist); such a column carries no signal
+            keep = Xtr.std(0) > 0
+            Xtr, Xte = Xtr[:, keep], Xte[:, keep]
         elif name == "CBLOF":
             from pyod.models.cblof import CBLOF as C
 
