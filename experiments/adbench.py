@@ -208,11 +208,14 @@ def _pyod_method(name: str) -> Scorer:
         elif name == "PCA":
             from pyod.models.pca import PCA as C
 
-            det = C(random_state=seed)
-            # PyOD's PCA standardises columns: a column constant on the training part gives
-            # 0/0 = NaN scores (cardio, optdigits, mnist); such a column carries no signal
+            # PyOD's PCA standardises columns and divides by every component's variance: a
+            # training-constant column (0/0) or a zero-variance component (collinear columns)
+            # gives non-finite scores (cardio, optdigits, mnist). Such columns / components carry
+            # no signal: drop them (n_components = rank of the standardised training data).
             keep = Xtr.std(0) > 0
             Xtr, Xte = Xtr[:, keep], Xte[:, keep]
+            Z = (Xtr - Xtr.mean(0)) / Xtr.std(0)
+            det = C(n_components=int(np.linalg.matrix_rank(Z)), random_state=seed)
         elif name == "CBLOF":
             from pyod.models.cblof import CBLOF as C
 
