@@ -137,9 +137,9 @@ def _density_method(
         # lr = 1/3: near the fixed point the error contracts by max(|1 - 2s|, |1 - s(1 + l)|)
         # per step (s = 2 lr, l in [0, 1] the spectrum of N diag(alpha) K diag(alpha)), which
         # s = 2/3 minimises (1/3 per step; lr = 0.1 gives 0.8): ~4x fewer steps, same alpha
-        # (converged fits take 10-40 steps; a fit still unconverged after 300 is dropped from the
+        # (converged fits take 10-40 steps; a fit still unconverged after 150 is dropped from the
         # selection, and a final refit that does not converge is flagged in `info`)
-        sos = dn.SOSREP(kernel, lr=1 / 3, max_iter=300, seed=seed, tol=tol)
+        sos = dn.SOSREP(kernel, lr=1 / 3, max_iter=150, seed=seed, tol=tol)
         est = sos if kind == "SOSREP" else dn.KDE(kernel)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
