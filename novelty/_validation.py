@@ -8,10 +8,11 @@ float64 torch out (on the input's device for torch inputs).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Integral, Real
 
 import numpy as np
 import torch
+
+from tskernels._validation import check_int, check_positive  # noqa: F401  (re-exported)
 
 __all__ = [
     "as_gram",
@@ -102,20 +103,6 @@ def check_test_diag(k_diag, n_test: int, name: str, device: torch.device) -> tor
             f"`{name}` must hold one k(x, x) per test point ({n_test}), got {t.shape[0]}"
         )
     return t
-
-
-def check_positive(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
-        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
-    return float(value)
-
-
-def check_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def check_alphas(alpha) -> tuple[list[float], bool]:
