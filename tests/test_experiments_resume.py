@@ -9,47 +9,20 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from experiment_helpers import (
+    FAST_KERNELS,
+    FAST_SCORERS,
+    ROOT,
+    _cv_table,
+    _opts,
+    _test_table,
+)
 
-from experiments._runner import RunOptions, run_benchmark
+from experiments._runner import run_benchmark
 from experiments._store import ResultStore
-
-ROOT = Path(__file__).resolve().parents[1]
-SMALL = dict(
-    datasets=["BasicMotions"], preset="quick", folds=2, repeats=1, time_channel=[False, True],
-    max_rank=8, progress=False, verbose=False,
-)  # fmt: skip
-FAST_KERNELS = ["flat_rbf", "integral_poly"]
-FAST_SCORERS = ["conformance", "mahalanobis", "sse"]
-
-
-def _opts(store, **kw) -> RunOptions:
-    base = dict(SMALL, kernels=FAST_KERNELS, scorers=FAST_SCORERS, store=str(store))
-    base.update(kw)
-    return RunOptions(**base)
-
-
-def _test_table(path) -> list[tuple]:
-    con = sqlite3.connect(str(path))
-    rows = con.execute(
-        "SELECT dataset, cls, kernel, scorer, params, time_channel, alpha, rank, cv_objective,"
-        " roc_auc, pr_auc, error FROM test ORDER BY dataset, cls, kernel, scorer"
-    ).fetchall()
-    con.close()
-    return rows
-
-
-def _cv_table(path) -> list[tuple]:
-    con = sqlite3.connect(str(path))
-    rows = con.execute(
-        "SELECT dataset, cls, kernel, params, time_channel, scorer, roc, pr, error FROM cv "
-        "ORDER BY dataset, cls, kernel, params, time_channel, scorer"
-    ).fetchall()
-    con.close()
-    return rows
 
 
 @pytest.fixture(scope="module")

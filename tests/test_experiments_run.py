@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from experiment_helpers import (
+    SMALL,
+    _test_table,
+)
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from experiments import load_uea
@@ -18,40 +21,6 @@ from experiments._grids import PRESETS, build_kernel
 from experiments._protocol import cv_splits, load_dataset, run_cv_cell, select
 from experiments._runner import RunOptions, run_benchmark
 from experiments._store import ResultStore
-
-ROOT = Path(__file__).resolve().parents[1]
-SMALL = dict(
-    datasets=["BasicMotions"], preset="quick", folds=2, repeats=1, time_channel=[False, True],
-    max_rank=8, progress=False, verbose=False,
-)  # fmt: skip
-FAST_KERNELS = ["flat_rbf", "integral_poly"]
-FAST_SCORERS = ["conformance", "mahalanobis", "sse"]
-
-
-def _opts(store, **kw) -> RunOptions:
-    base = dict(SMALL, kernels=FAST_KERNELS, scorers=FAST_SCORERS, store=str(store))
-    base.update(kw)
-    return RunOptions(**base)
-
-
-def _test_table(path) -> list[tuple]:
-    con = sqlite3.connect(str(path))
-    rows = con.execute(
-        "SELECT dataset, cls, kernel, scorer, params, time_channel, alpha, rank, cv_objective,"
-        " roc_auc, pr_auc, error FROM test ORDER BY dataset, cls, kernel, scorer"
-    ).fetchall()
-    con.close()
-    return rows
-
-
-def _cv_table(path) -> list[tuple]:
-    con = sqlite3.connect(str(path))
-    rows = con.execute(
-        "SELECT dataset, cls, kernel, params, time_channel, scorer, roc, pr, error FROM cv "
-        "ORDER BY dataset, cls, kernel, params, time_channel, scorer"
-    ).fetchall()
-    con.close()
-    return rows
 
 
 def test_every_kernel_and_scorer_end_to_end(tmp_path):
