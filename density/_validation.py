@@ -6,10 +6,17 @@ the estimator's device and dtype. NaN/inf, empty arrays, d = 0 and 1-D input rai
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import torch
+
+from tskernels._validation import (  # noqa: F401  (re-exported)
+    check_int,
+    check_positive,
+    resolve_device,
+    resolve_dtype,
+)
 
 __all__ = [
     "as_data",
@@ -20,41 +27,6 @@ __all__ = [
     "resolve_dtype",
     "check_finite_tensor",
 ]
-
-
-def resolve_dtype(dtype) -> torch.dtype:
-    """``None`` -> float64; torch dtypes or the strings 'float32'/'float64'."""
-    if dtype is None:
-        return torch.float64
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype, dtype)
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"`dtype` must be torch.float32 or torch.float64, got {dtype!r}")
-    return dtype
-
-
-def resolve_device(device) -> torch.device:
-    """``None`` -> cpu; a CUDA device that is not available raises."""
-    device = torch.device("cpu" if device is None else device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"`device` is {device} but CUDA is not available on this machine")
-    return device
-
-
-def check_positive(value, name: str) -> float:
-    """A finite float > 0, else ValueError naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
-        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
-    return float(value)
-
-
-def check_int(value, name: str, minimum: int = 1) -> int:
-    """An integer >= ``minimum`` (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def check_fraction(value, name: str) -> float:
