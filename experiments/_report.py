@@ -354,7 +354,15 @@ def _rank_diagram(store, setting, out, plt) -> Path | None:
     pidx = {p: i for i, p in enumerate(problems)}
     for r in rows:
         M[pidx[(r["dataset"], r["cls"])], idx[(r["kernel"], r["scorer"])]] = r["roc_auc"]
-    M = M[~np.isnan(M).any(axis=1)]
+    # Ranks need every method on every problem: keep the methods with a result on every
+    # problem (a failed or skipped cell drops its method, not the problems); fall back to the
+    # complete problems when fewer than two methods are complete.
+    complete = ~np.isnan(M).any(axis=0)
+    dropped = len(methods) - int(complete.sum())
+    if complete.sum() >= 2:
+        M, methods = M[:, complete], [m for m, c in zip(methods, complete) if c]
+    else:
+        M, dropped = M[~np.isnan(M).any(axis=1)], 0
     if len(M) == 0:
         return None
     ranks = _ranks(M).mean(axis=0)
@@ -367,8 +375,9 @@ def _rank_diagram(store, setting, out, plt) -> Path | None:
     ax.set_yticks(range(k), [f"{methods[i][0]} / {methods[i][1]}" for i in order], fontsize=6)
     ax.invert_yaxis()
     best = ranks[order[0]]
-    ax.axvline(best + cd, color="tab:red", ls="--", lw=1,
-               label=f"best + Nemenyi CD ({cd:.2f}, {n} problems)")  # fmt: skip
+    note = f"; {dropped} pairs without a result everywhere left out" if dropped else ""
+    label = f"best + Nemenyi CD ({cd:.2f}, {n} problems{note})"
+    ax.axvline(best + cd, color="tab:red", ls="--", lw=1, label=label)
     ax.set_xlabel("mean ROC-AUC rank (1 = best)")
     ax.legend(fontsize=7)
     p = out / "mean_rank.png"
