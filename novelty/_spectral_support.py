@@ -65,8 +65,14 @@ def spectral_filter(
         return 1.0 / torch.clamp(sigma, min=lam)
     t = _iterations(filter, lam, iterations)
     if filter == "landweber":
+        if bool((sigma > 1.0 + 1e-10).any()):
+            raise ValueError(
+                "the Landweber filter (step 1) needs the eigenvalues of K/n to be <= 1, got "
+                f"{float(sigma.max())}: use a normalised kernel (K(x, x) = 1)"
+            )
         small = sigma < 1e-300
-        safe = torch.where(small, torch.ones_like(sigma), sigma)
+        # eigenvalues within rounding above 1 (e.g. 1 + 2e-16 for a constant Gram) are 1
+        safe = torch.where(small, torch.ones_like(sigma), sigma).clamp(max=1.0)
         g = -torch.expm1(t * torch.log1p(-safe)) / safe  # (1 - (1 - s)^t) / s, s in (0, 1]
         return torch.where(small, torch.full_like(sigma, float(t)), g)
     if filter == "nu":

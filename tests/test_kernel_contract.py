@@ -93,6 +93,11 @@ def test_unequal_lengths(spec):
     K = k.gram(X)
     assert K.shape == (3, 3) and torch.equal(K, K.T)
     assert torch.isfinite(K).all()
+    torch.testing.assert_close(k.diag(X), torch.diagonal(K), rtol=1e-10, atol=1e-12)
+    Kn = k.gram(X, X, normalize=True)
+    torch.testing.assert_close(torch.diagonal(Kn), torch.ones(3, dtype=torch.float64))
+    # a value does not depend on the other series of the call
+    torch.testing.assert_close(k.gram(X[:1], X[2:]), K[:1, 2:], rtol=1e-10, atol=1e-12)
     same = [x for x in _data(3, T=6)]  # a list of equal lengths equals the array form
     torch.testing.assert_close(k.gram(same), k.gram(np.stack(same)))
 

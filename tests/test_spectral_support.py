@@ -117,3 +117,15 @@ def test_bad_inputs(grams):
         sse.score(Kt[:, 1:], dt)
     with pytest.raises(ValueError, match="single"):
         SpectralSupport().fit(np.ones((1, 1)))
+
+
+def test_landweber_top_eigenvalue_at_one_within_rounding():
+    # K/n of a constant normalised Gram has eigenvalue 1 up to rounding (1 + 2e-16 here):
+    # the filter must stay finite, (1 - 0^t)/1 = 1, and corpus points get F = 1.
+    K = np.ones((7, 7))
+    sse = SpectralSupport("landweber", 0.1).fit(K)
+    scores = sse.score(K[:3], np.ones(3))
+    assert torch.isfinite(scores).all()
+    torch.testing.assert_close(scores, torch.zeros(3, dtype=torch.float64), atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="eigenvalues of K/n"):
+        spectral_filter(torch.tensor([1.5], dtype=torch.float64), "landweber", 0.1, 10)

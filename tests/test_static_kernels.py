@@ -68,10 +68,20 @@ def test_integral_linear_interpolation_for_unequal_lengths():
     K = k.gram([line3, line5])
     torch.testing.assert_close(K[0, 0], K[1, 1])
     torch.testing.assert_close(K[0, 1], K[1, 1])
-    torch.testing.assert_close(k.diag([line5]), K[1, 1:2])
-    # with a fixed grid the value no longer depends on the rest of the batch
-    kg = IntegralKernel(RBF(), n_grid=11)
+    torch.testing.assert_close(k.diag([line3, line5]), torch.diagonal(K))
+    # the exact integral of |t (1, -2)|^2 = 5 t^2 over [0, 1] is 5/3; trapezoid on 100 points
+    torch.testing.assert_close(K[1, 1], torch.tensor(5 / 3, dtype=torch.float64), rtol=1e-4, atol=0)
+
+
+def test_integral_values_do_not_depend_on_the_rest_of_the_call():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(7, 2)), rng.normal(size=(12, 2))
     long = rng.normal(size=(29, 2))
-    a = kg.gram([line3], [line5])
-    b = kg.gram([line3, long], [line5])[0:1]
-    torch.testing.assert_close(a, b)
+    for k in (IntegralKernel(Polynomial(2, 1.0, 0.5)), IntegralKernel(RBF(), n_grid=11)):
+        alone = k.gram([a], [b])
+        with_long = k.gram([a, long], [b, long])[0:1, 0:1]
+        torch.testing.assert_close(alone, with_long, rtol=1e-12, atol=0)
+        # normalisation and diag follow the same grid as the Gram
+        Kn = k.gram([a, b, long], [a, b, long], normalize=True)
+        torch.testing.assert_close(torch.diagonal(Kn), torch.ones(3, dtype=torch.float64))
+        torch.testing.assert_close(k.diag([a, b, long]), torch.diagonal(k.gram([a, b, long])))

@@ -75,8 +75,10 @@ class Kernel(BaseEstimator, ABC):
         K = self._assemble(Xb, Yb)
         self._check_result(K, "Gram matrix")
         if normalize:
-            dx = torch.diagonal(K).clone() if Yb is None else self._checked_diag(Xb)
-            dy = dx if Yb is None else self._checked_diag(Yb)
+            if Yb is None:
+                dx = dy = torch.diagonal(K).clone()
+            else:
+                dx, dy = self._normalizing_diags(Xb, Yb)
             self._check_diag_positive(dx, "X")
             self._check_diag_positive(dy, "Y")
             K = K / torch.sqrt(dx[:, None] * dy[None, :])
@@ -161,6 +163,13 @@ class Kernel(BaseEstimator, ABC):
         if symmetric:
             K = torch.triu(K) + torch.triu(K, 1).T
         return K
+
+    def _normalizing_diags(
+        self, X: SeriesBatch, Y: SeriesBatch
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """K(x, x) and K(y, y) for normalising K(X, Y) (a kernel whose values depend on the
+        call, e.g. a common resampling grid, overrides this)."""
+        return self._checked_diag(X), self._checked_diag(Y)
 
     def _checked_diag(self, X: SeriesBatch) -> torch.Tensor:
         b = self._block_rows(X, X) ** 2

@@ -12,7 +12,10 @@ from ._base import Kernel
 from ._static import RBF, StaticKernel
 from ._validation import SeriesBatch
 
-__all__ = ["FlattenedKernel", "IntegralKernel", "resample_linear"]
+__all__ = ["DEFAULT_N_GRID", "FlattenedKernel", "IntegralKernel", "resample_linear"]
+
+#: Grid of the integral kernel when the series of a call have unequal lengths.
+DEFAULT_N_GRID = 100
 
 
 def _check_static(static) -> None:
@@ -101,10 +104,10 @@ class IntegralKernel(Kernel):
 
     Unequal lengths: every series is read as the piecewise-linear function through its
     samples at equispaced times of [0, 1] and resampled, by linear interpolation, on a common
-    grid of ``n_grid`` points (default: the longest series among X and Y, so then a value
-    depends on the longest series present; fix ``n_grid`` for batch-independent values).
-    Equal-length batches are used as they are when ``n_grid`` is None. ``diag`` integrates
-    each series on its own samples.
+    grid of ``n_grid`` points. With ``n_grid=None`` (default) series are used on their own
+    samples when every series of the call has the same length, and resampled on a grid of
+    ``DEFAULT_N_GRID`` (= 100) points otherwise, so a value never depends on the other series
+    of the call; ``diag`` and ``normalize=True`` use the same rule.
     """
 
     supports_unequal_length = True
@@ -132,13 +135,28 @@ class IntegralKernel(Kernel):
     def _pair_bytes(self, X, Y):
         return 3 * max(X.length, Y.length) * self._itemsize
 
+    def _grid(self, *batches: SeriesBatch) -> int | None:
+        """The common grid of a call: ``n_grid``, else None when every series of the call has
+        one length (own samples), else DEFAULT_N_GRID."""
+        if self.n_grid is not None:
+            return int(self.n_grid)
+        lengths = torch.cat([b.lengths for b in batches])
+        return None if bool((lengths == lengths[0]).all()) else DEFAULT_N_GRID
+
     def _assemble(self, X, Y):
         # Resample once for the whole call (not per block) when lengths differ.
-        Y_ = X if Y is None else Y
-        T = self.n_grid or max(int(X.lengths.max()), int(Y_.lengths.max()))
+        T = self._grid(X) if Y is None else self._grid(X, Y)
+        if T is None:
+            return super()._assemble(X, Y)
         Xr = self._on_grid(X, T)
         Yr = None if Y is None else self._on_grid(Y, T)
         return super()._assemble(Xr, Yr)
+
+    def _normalizing_diags(self, X: SeriesBatch, Y: SeriesBatch):
+        T = self._grid(X, Y)
+        if T is None:
+            return super()._normalizing_diags(X, Y)
+        return super()._normalizing_diags(self._on_grid(X, T), self._on_grid(Y, T))
 
     @staticmethod
     def _on_grid(batch: SeriesBatch, T: int) -> SeriesBatch:
@@ -153,12 +171,8 @@ class IntegralKernel(Kernel):
         return torch.einsum("t,tnm->nm", w, per_step)
 
     def _diag(self, X: SeriesBatch) -> torch.Tensor:
-        if self.n_grid is not None:
-            X = self._on_grid(X, int(self.n_grid))
-        v = self._static.self_values(X.values)  # (n, T)
-        L = X.lengths[:, None].to(v.dtype)
-        t = torch.arange(X.length, device=v.device)[None, :]
-        w = torch.where(t < X.lengths[:, None], 1.0 / (L - 1).clamp_min(1), 0.0)
-        ends = (t == 0) | (t == X.lengths[:, None] - 1)
-        w = torch.where(ends & (L > 1), 0.5 * w, w)
-        return (v * w).sum(-1)
+        T = self._grid(X)
+        if T is not None:
+            X = self._on_grid(X, T)
+        w = _trapezoid_weights(X.length, X.values.dtype, X.values.device)
+        return self._static.self_values(X.values) @ w
