@@ -53,7 +53,19 @@ class KNNScorer(_GramScorer):
         Kt, dt = self._test(K_test_corpus, k_test_diag)
         d2 = dt[:, None] + self.corpus_diag_[None, :] - 2.0 * Kt
         kth = torch.kthvalue(d2, self.n_neighbors, dim=1).values
-        return torch.sqrt(kth.clamp_min(0.0))  # rounding of |.|^2 >= 0 only
+        return _sqrt_of_squared_distance(kth, scale=float(dt.abs().max()) + 1.0)
+
+
+def _sqrt_of_squared_distance(d2: torch.Tensor, scale: float) -> torch.Tensor:
+    """sqrt of feature-space squared distances; values below 0 by rounding (|d2| <= 1e-8 x
+    scale) are 0, a clearly negative one means the kernel values are inconsistent (not PSD, or
+    test diagonal and cross Gram from different kernels) and raises."""
+    if bool((d2 < -1e-8 * scale).any()):
+        raise ValueError(
+            f"negative squared feature-space distance {float(d2.min()):.3g}: the test diagonal "
+            "and the Gram matrices are not from one positive semi-definite kernel"
+        )
+    return torch.sqrt(d2.clamp_min(0.0))
 
 
 class MeanEmbeddingScorer(_GramScorer):
@@ -70,7 +82,7 @@ class MeanEmbeddingScorer(_GramScorer):
         """||phi(y) - mu||, Tensor (n_test,)."""
         Kt, dt = self._test(K_test_corpus, k_test_diag)
         d2 = dt - 2.0 * Kt.mean(dim=1) + self.mean_norm_sq_
-        return torch.sqrt(d2.clamp_min(0.0))  # rounding of |.|^2 >= 0 only
+        return _sqrt_of_squared_distance(d2, scale=float(dt.abs().max()) + 1.0)
 
 
 class OCSVMScorer(_GramScorer):

@@ -80,3 +80,13 @@ def test_bad_inputs(data):
         s.score(_rbf(Y, X[:-1]))
     with pytest.raises(RuntimeError, match="not fitted"):
         SOSREPScorer().score(_rbf(Y, X))
+
+
+def test_baselines_reject_inconsistent_test_diagonal():
+    from novelty import KNNScorer, MeanEmbeddingScorer
+
+    K = np.eye(4)
+    for scorer in (KNNScorer(), MeanEmbeddingScorer()):
+        scorer.fit(K)
+        with pytest.raises(ValueError, match="negative squared feature-space distance"):
+            scorer.score(np.full((1, 4), 0.9), np.array([0.1]))  # k(y, y) far too small
