@@ -160,9 +160,16 @@ def _sosrep(names, Kcc, Koc, d_o, config) -> dict[str, np.ndarray]:
     from novelty import SOSREPScorer
 
     with warnings.catch_warnings():
-        # a Gram with negative entries (e.g. the normalised linear kernel) only warns
-        warnings.simplefilter("ignore", UserWarning)
+        # a Gram with negative entries (e.g. the normalised linear kernel) only warns; the
+        # solver then either converges or raises, and a fit that did not converge is recorded
+        # as this candidate's failure instead of being scored
+        warnings.filterwarnings("ignore", message="the corpus Gram has negative entries")
+        warnings.filterwarnings("ignore", message="SOSREP did not converge")
         scorer = SOSREPScorer(seed=config["seed"]).fit(Kcc)
+    if not scorer.converged_:
+        raise FloatingPointError(
+            f"SOSREP did not converge in {scorer.n_iter_} steps (residual {scorer.residual_:.2e})"
+        )
     s = torch.as_tensor(scorer.log_density(Koc)).reshape(-1)  # log f(x)^2, -inf allowed
     return {"sosrep": s[None, None, :].cpu().numpy()}
 
