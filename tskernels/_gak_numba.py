@@ -448,10 +448,12 @@ def log_gak_pairs(VX, VXT, LX, RX, VY, VYT, LY, RY, ii, jj, inv2s2, w, out):
         ys = np.empty((T2, d, _P))
         prev = np.empty((T2 + 1, _P))
         cur = np.empty((T2 + 1, _P))
+        cu2 = np.empty((T2 + 1, _P))
         kap = np.empty((T2, _P))
         nxs = np.empty((T1, _P))
         nys = np.empty((T2, _P))
         acc = np.empty(_P)
+        ac2 = np.empty(_P)
         res = np.zeros(_P)
         nx = np.zeros(_P, dtype=np.int64)
         ny = np.zeros(_P, dtype=np.int64)
@@ -508,29 +510,40 @@ def log_gak_pairs(VX, VXT, LX, RX, VY, VYT, LY, RY, ii, jj, inv2s2, w, out):
                     cur[0, p] = 0.0
                 if small:
                     # scaled squared distance, kappa by its polynomial (no exp or division)
-                    # and the recursion, fused per cell, vectorised over the lanes
+                    # and the recursion, fused per cell, vectorised over the lanes; two rows
+                    # at a time (row i + 1 reuses the loads of the y points from L1)
+                    if i % 2 == 0:
+                        continue  # done with row i - 1
+                    two = i < mx
+                    r2 = i if two else i - 1
+                    for p in range(_P):
+                        cu2[0, p] = 0.0
                     k0 = d % 2
                     for j in range(my):
                         if k0 == 1:
                             for p in range(_P):
                                 acc[p] = (nxs[i - 1, p] + nys[j, p]) - xs[i - 1, 0, p] * ys[j, 0, p]
+                                ac2[p] = (nxs[r2, p] + nys[j, p]) - xs[r2, 0, p] * ys[j, 0, p]
                         else:
                             for p in range(_P):
                                 acc[p] = nxs[i - 1, p] + nys[j, p]
+                                ac2[p] = nxs[r2, p] + nys[j, p]
                         for k in range(k0, d, 2):
                             for p in range(_P):
-                                acc[p] -= (
-                                    xs[i - 1, k, p] * ys[j, k, p]
-                                    + xs[i - 1, k + 1, p] * ys[j, k + 1, p]
-                                )
+                                y0 = ys[j, k, p]
+                                y1 = ys[j, k + 1, p]
+                                acc[p] -= xs[i - 1, k, p] * y0 + xs[i - 1, k + 1, p] * y1
+                                ac2[p] -= xs[r2, k, p] * y0 + xs[r2, k + 1, p] * y1
                         for p in range(_P):
-                            cur[j + 1, p] = _kappa_small(acc[p]) * (
-                                prev[j, p] + prev[j + 1, p] + cur[j, p]
-                            )
+                            c1 = _kappa_small(acc[p]) * (prev[j, p] + prev[j + 1, p] + cur[j, p])
+                            cur[j + 1, p] = c1
+                            cu2[j + 1, p] = _kappa_small(ac2[p]) * (cur[j, p] + c1 + cu2[j, p])
                     for p in range(_P):
                         if i == nx[p]:
                             res[p] = cur[ny[p], p]
-                    prev, cur = cur, prev
+                        elif two and i + 1 == nx[p]:
+                            res[p] = cu2[ny[p], p]
+                    prev, cur, cu2 = cu2, prev, cur
                     continue
                 # local kernels kappa of row i, vectorised over the lanes
                 for j in range(my):
