@@ -14,6 +14,7 @@ Laplacian :math:`\Delta_x f` used by the Fisher-divergence bandwidth selection.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 import torch
 from sklearn.base import BaseEstimator
@@ -32,7 +33,7 @@ def _sqdist(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     return d2.clamp_min_(0.0)
 
 
-class VectorKernel(BaseEstimator):
+class VectorKernel(BaseEstimator, ABC):
     """Base class of the vector kernels (sklearn parameters; fitted state ends in ``_``).
 
     Subclasses set ``bandwidth_param`` (the name of the bandwidth parameter),
@@ -87,23 +88,31 @@ class VectorKernel(BaseEstimator):
             return math.exp(self.log_scale_) * (self._features(X) @ self._features(Y).T)
         return self._log_k(X, Y).exp()
 
+    @abstractmethod
     def log_integral(self) -> float:
         r""":math:`\log \int k(0, x)\,dx` (turns a kernel mean into a normalised density)."""
-        raise NotImplementedError
+
+    # Exact kernels implement _log_k, _laplacian_k and _k_torch; random-feature kernels
+    # implement _features. Asking a kernel for the other kind's method is a usage error.
+    def _wrong_kind(self, method: str) -> TypeError:
+        kind = "a random-feature" if self.random_features else "an exact"
+        return TypeError(f"{type(self).__name__} is {kind} kernel and has no `{method}`")
 
     def _log_k(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """log k(x_i, y_j) (n_X, n_Y) for exact kernels."""
+        raise self._wrong_kind("_log_k")
 
     def _features(self, X: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """Random features phi(x) (n, D) for random-feature kernels."""
+        raise self._wrong_kind("_features")
 
     def _laplacian_k(self, X: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
         """Delta_x k(c_j, x_i) (n_X, n_C) for exact kernels."""
-        raise NotImplementedError
+        raise self._wrong_kind("_laplacian_k")
 
     def _k_torch(self, X: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
         """k(c_j, x_i) (n_X, n_C), twice differentiable in X by autograd (no matmul trick)."""
-        raise NotImplementedError
+        raise self._wrong_kind("_k_torch")
 
     def expansion(
         self, centres: torch.Tensor, weights: torch.Tensor, log_weight_scale: float = 0.0

@@ -79,3 +79,15 @@ def test_laplacian_singular_at_centres_raises():
     est = SOSREP(LaplacianKernel(1.0)).fit(GOOD)
     with pytest.raises(ValueError, match="singular"):
         est.expansion_.raw_value_and_laplacian(torch.as_tensor(GOOD[:2]))
+
+
+def test_wrong_kind_of_kernel_method_names_the_kernel():
+    import numpy as np
+
+    from density import GaussianKernel, SDOKernel
+
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    with pytest.raises(TypeError, match="GaussianKernel is an exact kernel and has no `_features`"):
+        GaussianKernel(1.0).fit(X)._features(X)
+    with pytest.raises(TypeError, match="SDOKernel is a random-feature kernel and has no `_log_k`"):
+        SDOKernel(1.0, n_features=16).fit(X)._log_k(X, X)
