@@ -1,15 +1,16 @@
 """Randomized signature kernel: Euler scheme oracle, reproducibility, invariances."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
+from path_helpers import random_paths
 from sklearn.base import clone
 
 from tskernels import RandomizedSignatureKernel, kernel_registry
 
-
-def _paths(seed, n, T, d):
-    return np.cumsum(np.random.default_rng(seed).normal(size=(n, T, d)) * 0.3, axis=1)
+_paths = partial(random_paths, step=0.3)
 
 
 def _euler(x, A, b, z0, act=np.tanh):

@@ -1,8 +1,12 @@
 """Signature PDE kernel: pysiglib oracle, backends, convergence, invariances, divergence."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
+from path_helpers import max_rel_error as _rel
+from path_helpers import random_paths
 from sklearn.base import clone
 
 from tskernels import (
@@ -15,17 +19,10 @@ from tskernels import (
     kernel_registry,
 )
 
+_paths = partial(random_paths, step=0.3)
+
+
 pysiglib = pytest.importorskip("pysiglib")
-
-
-def _paths(seed, n, T, d, step=0.3):
-    rng = np.random.default_rng(seed)
-    return np.cumsum(rng.normal(size=(n, T, d)) * step, axis=1)
-
-
-def _rel(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    return np.abs(a - b).max() / np.abs(b).max()
 
 
 STATICS = [

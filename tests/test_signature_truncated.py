@@ -1,10 +1,13 @@
 """Truncated signature kernel: explicit signatures (pysiglib), recursion, levels, invariances."""
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
+from path_helpers import max_rel_error as _rel
+from path_helpers import random_paths
 
 from tskernels import (
     RBF,
@@ -15,17 +18,10 @@ from tskernels import (
 )
 from tskernels._signature_truncated import signature_levels
 
+_paths = partial(random_paths, step=0.4)
+
+
 pysiglib = pytest.importorskip("pysiglib")
-
-
-def _paths(seed, n, T, d, step=0.4):
-    rng = np.random.default_rng(seed)
-    return np.cumsum(rng.normal(size=(n, T, d)) * step, axis=1)
-
-
-def _rel(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    return np.abs(a - b).max() / np.abs(b).max()
 
 
 def _level_products(X, Y, N):
