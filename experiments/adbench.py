@@ -145,7 +145,7 @@ def _density_method(
             warnings.simplefilter("ignore")
             if len(grid) > 1:
                 est = dn.select_bandwidth(est, Xtr, grid, validation_fraction=0.2, seed=seed)
-            else:  # a fixed bandwidth (the median heuristic): no selection
+            else:  # a fixed bandwidth: no selection
                 param = est.kernel.bandwidth_param
                 est = est.set_params(**{f"kernel__{param}": float(grid[0])}).fit(Xtr)
                 est.bandwidth_, est.bandwidth_scores_ = float(grid[0]), np.array([np.nan])
@@ -274,6 +274,26 @@ PYOD = [
 ]
 METHODS.update({n: _pyod_method(n) for n in PYOD})
 
+#: Fixed length factors of the bandwidth-sensitivity study (l = factor x r, no selection).
+SENSITIVITY_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+#: The wide grid r x 2^-4 .. r x 2^5 on which the Fisher divergence selects in the study.
+WIDE_FACTORS = tuple(2.0**k for k in range(-4, 6))
+
+
+def _factor_tag(f: float) -> str:
+    return f"{f:g}"
+
+
+#: Diagnostic methods (run by name; not in the default run or table): every SDO density
+#: method at each fixed length factor, and SOSREP-SDO selected on the wide grid.
+DIAGNOSTIC_METHODS: dict[str, Scorer] = {
+    f"{kind}-SDO@{_factor_tag(f)}": _density_method(kind, "SDO", factors=(f,))
+    for kind in ("SOSREP", "KDE")
+    for f in SENSITIVITY_FACTORS
+}
+DIAGNOSTIC_METHODS["SOSREP-SDO-wide"] = _density_method("SOSREP", "SDO", factors=WIDE_FACTORS)
+ALL_METHODS: dict[str, Scorer] = {**METHODS, **DIAGNOSTIC_METHODS}
+
 
 # -- storage ---------------------------------------------------------------------------------
 SCHEMA = """CREATE TABLE IF NOT EXISTS results (
@@ -312,8 +332,8 @@ def run(args) -> None:
     names = resolve_names(args.datasets, list_datasets(data_dir))
     methods = args.methods or list(METHODS)
     for m in methods:
-        if m not in METHODS:
-            raise SystemExit(f"unknown method {m!r}; available: {', '.join(METHODS)}")
+        if m not in ALL_METHODS:
+            raise SystemExit(f"unknown method {m!r}; available: {', '.join(ALL_METHODS)}")
     con = open_db(Path(args.db))
     query = "SELECT dataset, method, seed FROM results"
     if args.retry_failed:
@@ -336,7 +356,7 @@ def run(args) -> None:
         t0 = time.perf_counter()
         auc, err, info = None, None, {}
         try:
-            score, info = METHODS[method](Xtr, Xte, seed)
+            score, info = ALL_METHODS[method](Xtr, Xte, seed)
             if not np.all(np.isfinite(score)):
                 raise FloatingPointError(f"{int((~np.isfinite(score)).sum())} non-finite scores")
             auc = float(roc_auc_score(yte, score))
@@ -375,8 +395,10 @@ def table(
 ):
     """(markdown text, mean AUC per method, mean rank per method) from the results file.
 
+    ``methods``: default the main methods (``METHODS``; the diagnostic ones only by name).
     ``seeds``: only these seeds (default all); a data set counts a method's mean over the seeds
     it has, and the "(Ns)" tag gives the fewest seeds any method has there."""
+    methods = methods or list(METHODS)
     con = open_db(db)
     rows = con.execute(
         "SELECT dataset, method, seed, auc, fit_score_s FROM results WHERE auc IS NOT NULL"
@@ -435,7 +457,96 @@ def table(
     return "\n".join(lines), mean_auc, mean_rank
 
 
+def _seed_means(db: Path, seeds: list[int] | None) -> dict:
+    """{(data set, method): mean AUC over the given seeds} of the rows without error."""
+    con = open_db(db)
+    rows = con.execute("SELECT dataset, method, seed, auc FROM results WHERE auc IS NOT NULL")
+    acc: dict = {}
+    for ds, m, s, auc in rows:
+        if seeds is None or s in seeds:
+            acc.setdefault((ds, m), []).append(auc)
+    return {k: float(np.mean(v)) for k, v in acc.items()}
+
+
+def sensitivity_table(db: Path, seeds: list[int] | None = None) -> str:
+    """Markdown summary of the bandwidth-sensitivity study (``DIAGNOSTIC_METHODS``).
+
+    On the data sets where every fixed factor, the selected method and all main methods have
+    results: mean AUC-ROC of SOSREP-SDO and KDE-SDO at each fixed length factor, with the
+    Fisher-divergence selection on the default and on the wide grid, and the per-data-set best
+    factor chosen *with the test labels* (an upper bound no valid selection rule reaches);
+    the place each would take by mean AUC among the main methods; and SOSREP vs KDE per factor.
+    """
+    mean = _seed_means(db, seeds)
+    dss = sorted({d for d, _ in mean}, key=lambda s: int(s.split("_")[0]))
+    fixed = {
+        k: [f"{k}-SDO@{_factor_tag(f)}" for f in SENSITIVITY_FACTORS] for k in ("SOSREP", "KDE")
+    }
+    needed = fixed["SOSREP"] + fixed["KDE"] + ["SOSREP-SDO-wide"]
+    # the main table's methods (COF and SOD only run on the small data sets)
+    main = [m for m in METHODS if m not in ("COF", "SOD") and any((d, m) in mean for d in dss)]
+    dss = [d for d in dss if all((d, m) in mean for m in needed + main)]
+    if not dss:
+        return "no data set has every method of the study yet"
+    main_auc = {m: float(np.mean([mean[(d, m)] for d in dss])) for m in main}
+
+    def place(value: float, exclude: str) -> str:
+        others = [v for m, v in main_auc.items() if m != exclude]
+        return f"{1 + sum(v > value for v in others)} of {len(others) + 1}"
+
+    lines = [
+        f"{len(dss)} data sets, seeds {seeds if seeds is not None else 'all'}; place = rank by "
+        f"mean AUC-ROC among the {len(main)} main methods with this variant in the method's stead.",
+        "",
+        "| variant | SOSREP-SDO | place | KDE-SDO | place | SOSREP > KDE on |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def row(label: str, s_vals: list[float], k_vals: list[float]) -> str:
+        ms, mk = float(np.mean(s_vals)), float(np.mean(k_vals))
+        wins = sum(a > b for a, b in zip(s_vals, k_vals))
+        return (
+            f"| {label} | {ms:.3f} | {place(ms, 'SOSREP-SDO')} | {mk:.3f} | "
+            f"{place(mk, 'KDE-SDO')} | {wins} of {len(dss)} |"
+        )
+
+    for f, ms_, mk_ in zip(SENSITIVITY_FACTORS, fixed["SOSREP"], fixed["KDE"]):
+        lines.append(
+            row(
+                f"fixed l = {_factor_tag(f)} r",
+                [mean[(d, ms_)] for d in dss],
+                [mean[(d, mk_)] for d in dss],
+            )
+        )
+    sel_s = [mean[(d, "SOSREP-SDO")] for d in dss]
+    sel_k = [mean[(d, "KDE-SDO")] for d in dss]
+    lines.append(row("Fisher divergence, grid r x {1, 2, 4, 8} (main)", sel_s, sel_k))
+    wide = [mean[(d, "SOSREP-SDO-wide")] for d in dss]
+    ms = float(np.mean(wide))
+    lines.append(
+        f"| Fisher divergence, grid r x 2^-4..2^5 | {ms:.3f} | {place(ms, 'SOSREP-SDO')} "
+        "| - | - | - |"
+    )
+    best_s = [max(mean[(d, m)] for m in fixed["SOSREP"]) for d in dss]
+    best_k = [max(mean[(d, m)] for m in fixed["KDE"]) for d in dss]
+    lines.append(row("best fixed factor per data set, chosen with test labels", best_s, best_k))
+    top = sorted(main_auc, key=main_auc.get, reverse=True)[:4]
+    lines += [
+        "",
+        "Main methods on these data sets: "
+        + ", ".join(f"{m} {main_auc[m]:.3f}" for m in top)
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
 def report(args) -> None:
+    if args.sensitivity:
+        text = sensitivity_table(Path(args.db), args.seeds)
+        print(text)
+        if args.out:
+            Path(args.out).write_text(text + "\n")
+        return
     text, mean_auc, mean_rank = table(
         Path(args.db), args.methods, not args.all_datasets, args.seeds
     )
@@ -473,6 +584,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="include data sets where some method has no result yet",
     )
     q.add_argument("--out", default=None, help="also write the markdown table here")
+    q.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="summarise the bandwidth-sensitivity study (the diagnostic methods) instead",
+    )
     return p
 
 
