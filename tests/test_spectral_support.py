@@ -61,6 +61,21 @@ def test_nu_method_iteration_equals_filter(grams):
     np.testing.assert_allclose(F, ref, rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.parametrize("nu", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("t", [1, 2, 5, 13])
+def test_nu_method_residual_is_the_jacobi_polynomial(nu, t):
+    # independent closed form (Engl, Hanke, Neubauer, Regularization of Inverse Problems, 6.3):
+    # the residual 1 - s g_t(s) of t nu-method steps is P_t^(a, b)(1 - 2 s) / P_t^(a, b)(1)
+    # with a = 2 nu - 1/2, b = -1/2 (Jacobi polynomials, scipy)
+    from scipy.special import eval_jacobi
+
+    s = torch.linspace(1e-3, 1.0, 60, dtype=torch.float64)
+    residual = 1 - s * spectral_filter(s, "nu", 0.1, t, nu)
+    a, b = 2 * nu - 0.5, -0.5
+    ref = eval_jacobi(t, a, b, 1 - 2 * s.numpy()) / eval_jacobi(t, a, b, 1.0)
+    np.testing.assert_allclose(residual.numpy(), ref, rtol=0, atol=1e-13)
+
+
 def test_nu_and_landweber_converge_to_pseudo_inverse():
     s = torch.tensor([0.05, 0.3, 1.0], dtype=torch.float64)
     np.testing.assert_allclose(spectral_filter(s, "landweber", 1.0, 2000), 1 / s, rtol=1e-12)
