@@ -59,6 +59,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     scorer_params : dict or None, extra parameters of the scorer (``lam``/``filter`` for
         "sse", ``lr``/``tol`` for "sosrep", ``n_neighbors`` for "knn", ``nu`` for "ocsvm",
         ``threshold`` for the variance norm).
+    normal_label : label or None. None (default): ``fit`` ignores ``y`` and every series of X
+        is normal. Otherwise ``fit(X, y)`` uses only the series with ``y == normal_label``, so
+        that ``GridSearchCV`` on labelled data fits each fold on its normal series only.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -77,6 +80,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         quantile: float = 0.95,
         normalize: bool = True,
         scorer_params: dict | None = None,
+        normal_label=None,
     ):
         self.kernel = kernel
         self.scorer = scorer
@@ -86,12 +90,14 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         self.quantile = quantile
         self.normalize = normalize
         self.scorer_params = scorer_params
+        self.normal_label = normal_label
 
     # ------------------------------------------------------------------ sklearn API
     def fit(self, X, y=None) -> KernelNoveltyDetector:
-        """Fit on normal series; ``y`` is ignored."""
+        """Fit on normal series: all of X, or those with ``y == normal_label`` if that is set."""
         self._check_params()
         Xs = self._series(X, reset=True)
+        Xs = self._normal_rows(Xs, y)
         n = len(Xs)
         if n < 3:
             raise ValueError(
@@ -133,6 +139,20 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ internals
+    def _normal_rows(self, Xs, y):
+        if self.normal_label is None or y is None:
+            return Xs
+        y = np.asarray(y).ravel()
+        if len(y) != len(Xs):
+            raise ValueError(f"`y` has {len(y)} labels for {len(Xs)} series")
+        keep = np.flatnonzero(y == self.normal_label)
+        if len(keep) == 0:
+            raise ValueError(
+                f"no series has the label normal_label={self.normal_label!r} "
+                f"(labels present: {sorted(set(y.tolist()))})"
+            )
+        return Xs[keep] if isinstance(Xs, np.ndarray) else [Xs[i] for i in keep]
+
     def _check_params(self) -> None:
         if self.scorer not in SCORERS:
             raise ValueError(f"`scorer` must be one of {SCORERS}, got {self.scorer!r}")

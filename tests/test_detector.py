@@ -173,6 +173,30 @@ def test_grid_search_and_pipeline():
     assert grid.best_score_ > 0.7
 
 
+def test_normal_label_fits_on_the_normal_series_only():
+    normal = _series(20, seed=21)
+    odd = _series(6, seed=22)
+    odd[:, 4:8, 0] += 2.0
+    X, y = np.concatenate([normal, odd]), np.r_[np.ones(20), np.zeros(6)]
+    kernel = IntegralKernel(RBF(2.0))
+    det = KernelNoveltyDetector(kernel, scorer="mahalanobis", normal_label=1).fit(X, y)
+    ref = KernelNoveltyDetector(kernel, scorer="mahalanobis").fit(normal)
+    np.testing.assert_allclose(det.score_samples(X), ref.score_samples(X), rtol=1e-12)
+    assert det.offset_ == ref.offset_
+    # without normal_label, y is ignored and the outliers join the corpus
+    mixed = KernelNoveltyDetector(kernel, scorer="mahalanobis").fit(X, y)
+    assert not np.allclose(mixed.score_samples(X), ref.score_samples(X))
+    # a list (the unequal-length form, its own pre-processing: compared without) the same way
+    plain = {"scorer": "mahalanobis", "preprocess": False}
+    as_list = KernelNoveltyDetector(kernel, normal_label=1, **plain).fit(list(X), y)
+    ref_list = KernelNoveltyDetector(kernel, **plain).fit(normal)
+    np.testing.assert_allclose(as_list.score_samples(X), ref_list.score_samples(X), rtol=1e-12)
+    with pytest.raises(ValueError, match="labels for"):
+        KernelNoveltyDetector(kernel, normal_label=1).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="normal_label=5"):
+        KernelNoveltyDetector(kernel, normal_label=5).fit(X, y)
+
+
 def test_bad_inputs():
     X = _series(6)
     with pytest.raises(ValueError, match="empty"):
