@@ -324,13 +324,23 @@ def git_rev() -> str:
         return "unknown"
 
 
+def expand_methods(requested: list[str] | None) -> list[str]:
+    """Method names, with the groups "main" (``METHODS``, the default) and "sensitivity"
+    (``DIAGNOSTIC_METHODS``) expanded."""
+    out: list[str] = []
+    for m in requested or ["main"]:
+        group = {"main": METHODS, "sensitivity": DIAGNOSTIC_METHODS}.get(m)
+        out.extend(group if group is not None else [m])
+    return list(dict.fromkeys(out))
+
+
 def run(args) -> None:
     from sklearn.metrics import roc_auc_score
     from tqdm import tqdm
 
     data_dir = Path(args.data_dir)
     names = resolve_names(args.datasets, list_datasets(data_dir))
-    methods = args.methods or list(METHODS)
+    methods = expand_methods(args.methods)
     for m in methods:
         if m not in ALL_METHODS:
             raise SystemExit(f"unknown method {m!r}; available: {', '.join(ALL_METHODS)}")
@@ -567,7 +577,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action")
     r = sub.add_parser("run", help="run (or resume) the evaluation")
     r.add_argument("--datasets", nargs="*", default=None)
-    r.add_argument("--methods", nargs="*", default=None)
+    r.add_argument(
+        "--methods",
+        nargs="*",
+        default=None,
+        help='method names, or the groups "main" (default) and "sensitivity"',
+    )
     r.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     r.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     r.add_argument("--db", default=str(DEFAULT_DB))

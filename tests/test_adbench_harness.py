@@ -134,3 +134,25 @@ def test_sensitivity_table_oracle_and_place(tmp_path):
     assert oracle.endswith("| 2 of 2 |")  # beats the flat KDE on both
     assert "| 0.650 | 3 of 3 |" in lines["fixed l = 1 r"]  # below IForest and KDE-SDO
     assert "| 0.500 |" in lines["Fisher divergence, grid r x 2^-4..2^5"]
+
+
+def test_method_groups_and_unknown_method(tmp_path):
+    assert adbench.expand_methods(None) == list(adbench.METHODS)
+    groups = adbench.expand_methods(["sensitivity", "IForest", "IForest"])
+    assert groups == [*adbench.DIAGNOSTIC_METHODS, "IForest"]
+    assert "SOSREP-SDO-wide" not in adbench.METHODS  # diagnostics stay out of the default run
+    data = tmp_path / "data"
+    data.mkdir()
+    _write_npz(data / "1_toy.npz")
+    with pytest.raises(SystemExit, match="unknown method 'Nope'"):
+        adbench.main(
+            [
+                "run",
+                "--data-dir",
+                str(data),
+                "--db",
+                str(tmp_path / "x.sqlite"),
+                "--methods",
+                "Nope",
+            ]
+        )
