@@ -156,3 +156,15 @@ def test_method_groups_and_unknown_method(tmp_path):
                 "Nope",
             ]
         )
+
+
+def test_clean_variant_trains_on_the_normal_rows_only(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    _write_npz(data / "1_toy.npz")
+    db = tmp_path / "c.sqlite"
+    adbench.main(["run", "--data-dir", str(data), "--db", str(db), "--seeds", "0",
+                  "--methods", "KDE-SDO@1", "KDE-SDO@1-clean"])  # fmt: skip
+    con = sqlite3.connect(db)
+    n_train = dict(con.execute("SELECT method, n_train FROM results"))
+    assert n_train == {"KDE-SDO@1": 210, "KDE-SDO@1-clean": 189}  # 21 training anomalies out
