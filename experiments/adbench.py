@@ -14,10 +14,15 @@ part (``density.select_bandwidth``: duplicates of fit points left out, SDO score
 mollified model) over length scales l in r * {1, 2, 4, 8} (sigma = l; SDO a = l^(2 m_SDO)),
 where r is the median nearest-neighbour distance of the training part (distinct points), the
 smallest scale the sample resolves, floored at 1/8 of the median pairwise distance (near-ties
-of quantised data). Below it the held-out Fisher divergence keeps falling on
-these data (docs/sections/density.md), so r is the grid's floor. The SDO kernel uses
-10,000 float32 random features (SOSREP tol 1e-4, float32 resolution); SOSREP runs with
-lr = 1/3 (fastest linearised contraction, see ``_density_method``).
+of quantised data). Below it the held-out Fisher divergence keeps falling on these data, to
+scales that rank anomalies worse (README, bandwidth selection; docs/results_adbench.md,
+bandwidth sensitivity), so r is the grid floor. The SDO kernel uses 10,000 float32 random
+features (SOSREP tol 1e-4, float32 resolution); SOSREP runs with lr = 1/3 (fastest
+linearised contraction, see ``_density_method``).
+
+``--methods sensitivity`` runs the diagnostic methods (``DIAGNOSTIC_METHODS``: fixed length
+factors, the Fisher selection on a wide grid, clean-training variants) and
+``report --sensitivity`` summarises them.
 
 COF and SOD (quadratic, Python loops) are skipped above ``QUADRATIC_MAX_TRAIN`` training rows.
 """
