@@ -28,44 +28,41 @@ __all__ = ["signatures", "signatures_from_values"]
 _FM = {"contract"}
 
 
-@njit(cache=True, fastmath=_FM)
-def _segment(v, level, off, S, B, C, tmp):
-    """Chen's relation for one segment: S <- S (x) exp(v), levels 1..``level`` in place."""
+@njit(cache=True, fastmath=_FM, inline="always")
+def _segment(v, level, off, S, B, C):
+    r"""Chen's relation for one segment: S <- S (x) exp(v), levels 1..``level`` in place.
+
+    Level k from the top: :math:`t_1 = v/k + S^1`, :math:`t_{m+1} = t_m \otimes v/(k-m) +
+    S^{m+1}` (one fused multiply-add per entry, in the scratch buffers B and C), then
+    :math:`S^k \mathrel{+}= t_{k-1} \otimes v`.
+    """
     d = v.shape[0]
     for k in range(level, 1, -1):
-        # Horner steps m = 1..k-2 in the scratch buffers (cur -> nxt, then swapped)
         fk = 1.0 / k
         for c in range(d):
-            B[c] = v[c] * fk
+            B[c] = v[c] * fk + S[c]
         width = d
         cur = B
         nxt = C
         for m in range(1, k - 1):
             f = 1.0 / (k - m)
-            Sm = S[off[m] : off[m] + width]
-            tv = tmp[:width]
+            so = off[m + 1]
             cv = cur[:width]
-            for i in range(width):
-                tv[i] = cv[i] + Sm[i]
             for c in range(d):
                 wc = v[c] * f
                 dv = nxt[c * width : (c + 1) * width]
+                sv = S[so + c * width : so + (c + 1) * width]
                 for i in range(width):
-                    dv[i] = tv[i] * wc
+                    dv[i] = cv[i] * wc + sv[i]
             width *= d
             cur, nxt = nxt, cur
-        # last step m = k-1 (factor 1) accumulates straight into level k
-        Sm = S[off[k - 1] : off[k - 1] + width]
-        tv = tmp[:width]
-        cv = cur[:width]
-        for i in range(width):
-            tv[i] = cv[i] + Sm[i]
         base = off[k]
+        cv = cur[:width]
         for c in range(d):
             vc = v[c]
             dv = S[base + c * width : base + (c + 1) * width]
             for i in range(width):
-                dv[i] += tv[i] * vc
+                dv[i] += cv[i] * vc
     for c in range(d):
         S[c] += v[c]
 
@@ -94,10 +91,9 @@ def signatures(dX, level, out):
     for s in prange(n):
         B = np.empty(size)
         C = np.empty(size)
-        tmp = np.empty(size)
         row = out[s]
         for t in range(L):
-            _segment(dX[s, t], level, off, row, B, C, tmp)
+            _segment(dX[s, t], level, off, row, B, C)
 
 
 @njit(cache=True, parallel=True, fastmath=_FM)
@@ -109,11 +105,10 @@ def signatures_from_values(V, scale, level, out):
     for s in prange(n):
         B = np.empty(size)
         C = np.empty(size)
-        tmp = np.empty(size)
         v = np.empty(d)
         row = out[s]
         row[:] = 0.0
         for t in range(T - 1):
             for c in range(d):
                 v[c] = (V[s, t + 1, c] - V[s, t, c]) * scale
-            _segment(v, level, off, row, B, C, tmp)
+            _segment(v, level, off, row, B, C)
