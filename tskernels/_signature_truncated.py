@@ -229,8 +229,8 @@ class TruncatedSignatureKernel(Kernel):
             FX = FX[:, -(X.d**N) :]
         if Y is None:
             K = torch.mm(FX, FX.T).numpy()
-            lo = np.tril_indices(X.n, -1)
-            K[lo] = K.T[lo]  # exactly symmetric
+            below = np.tri(X.n, k=-1, dtype=bool)
+            np.copyto(K, K.T, where=below)  # exactly symmetric: the upper triangle mirrored
         else:
             FY = torch.from_numpy(self._flat_features(Y))
             if self.levels == "single":
