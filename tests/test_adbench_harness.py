@@ -100,6 +100,7 @@ def test_table_mean_auc_and_rank(tmp_path):
             ("2_b", "IForest"): [0.5, 0.5],
             ("2_b", "HBOS"): [0.7, 0.9],  # mean 0.8
             ("2_b", "KDE-SDO@2"): [0.99, 0.99],  # diagnostic: not in the default table
+            ("1_a", "COF"): [0.1, 0.1],  # quadratic, small data sets only: named to be shown
         },
     )
     text, mean_auc, mean_rank = adbench.table(db)
@@ -107,7 +108,10 @@ def test_table_mean_auc_and_rank(tmp_path):
     assert mean_auc["IForest"] == pytest.approx(0.65)
     assert mean_auc["HBOS"] == pytest.approx(0.7)
     assert mean_rank == {"IForest": 1.5, "HBOS": 1.5}
-    assert "KDE-SDO@2" not in text
+    assert "KDE-SDO@2" not in text and "COF" not in text
+    assert "| 2_b (2s) |" in text  # not dropped for lacking COF
+    _, with_cof, _ = adbench.table(db, methods=["IForest", "COF"])
+    assert set(with_cof) == {"IForest", "COF"} and with_cof["IForest"] == pytest.approx(0.8)
     _, only_seed0, _ = adbench.table(db, seeds=[0])
     assert only_seed0["IForest"] == pytest.approx(0.7)
 
