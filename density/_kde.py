@@ -11,17 +11,14 @@ import math
 import time
 
 import torch
-from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import VectorKernel
-from ._sosrep import _fit_kernel
-from ._validation import as_data
+from ._sosrep import FittedExpansionEstimator, _fit_kernel
 
 __all__ = ["KDE"]
 
 
-class KDE(BaseEstimator):
+class KDE(FittedExpansionEstimator):
     r"""Kernel density estimate :math:`\hat p(x) = \frac{1}{NZ}\sum_i k(x_i, x)`.
 
     ``score_samples`` returns :math:`\log \hat p(x)`; log-sum-exp for the non-negative exact
@@ -47,11 +44,6 @@ class KDE(BaseEstimator):
         self.n_features_in_ = Xt.shape[1]
         self.fit_time_ = time.perf_counter() - t0
         return self
-
-    def _check_X(self, X) -> torch.Tensor:
-        check_is_fitted(self, "expansion_")
-        k = self.kernel_
-        return as_data(X, "X", dtype=k.dtype_, device=k.device_, n_features=self.n_features_in_)
 
     def score_samples(self, X) -> torch.Tensor:
         r""":math:`\log \hat p(x)` (n,); ``-inf`` where a random-feature estimate is <= 0."""

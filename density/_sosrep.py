@@ -63,7 +63,16 @@ def _fit_kernel(kernel: VectorKernel, X, device, min_samples: int):
     return kernel_, Xt.to(device=kernel_.device_, dtype=kernel_.dtype_)
 
 
-class SOSREP(BaseEstimator):
+class FittedExpansionEstimator(BaseEstimator):
+    """Base of the density estimators whose fit leaves a kernel expansion ``expansion_``."""
+
+    def _check_X(self, X) -> torch.Tensor:
+        check_is_fitted(self, "expansion_")
+        k = self.kernel_
+        return as_data(X, "X", dtype=k.dtype_, device=k.device_, n_features=self.n_features_in_)
+
+
+class SOSREP(FittedExpansionEstimator):
     r"""SOSREP pre-density :math:`f^2`, :math:`f = \sum_i \alpha_i k(x_i, \cdot)`.
 
     Parameters
@@ -152,11 +161,6 @@ class SOSREP(BaseEstimator):
         self.n_features_in_ = Xt.shape[1]
         self.fit_time_ = time.perf_counter() - t0
         return self
-
-    def _check_X(self, X) -> torch.Tensor:
-        check_is_fitted(self, "expansion_")
-        k = self.kernel_
-        return as_data(X, "X", dtype=k.dtype_, device=k.device_, n_features=self.n_features_in_)
 
     def score_samples(self, X) -> torch.Tensor:
         r""":math:`\log f(x)^2` for each row of X: Tensor of shape (n,) (higher = more normal)."""
