@@ -12,7 +12,9 @@ the lower levels used are still the old ones):
 Each Horner step is an outer product with ``v`` whose new letter varies slowest, so it is
 ``d`` contiguous loops over the previous step's entries. The loops run over 1-d slices
 starting at index 0 (LLVM vectorises these; with a run-time start offset numba's negative
-index wraparound blocks vectorisation). Paths are distributed over threads (``prange``).
+index wraparound blocks vectorisation). The top level is read by no other level, so its
+update is deferred and two segments are added to it per pass (``_advance``): half the
+loads and stores of the largest level. Paths are distributed over threads (``prange``).
 
 Inputs are assumed clean: C-contiguous float64 arrays, finite.
 """
@@ -67,6 +69,76 @@ def _segment(v, level, off, S, B, C):
         S[c] += v[c]
 
 
+@njit(cache=True, fastmath=_FM, inline="always")
+def _top_vector(v, N, off, S, B, C, out):
+    r"""The vector :math:`t_{N-1}` of the top level's Horner chain (``_segment``) from the
+    current levels 1..N-1, into ``out`` (d^(N-1)): the top level then gains
+    :math:`t_{N-1} \otimes v`. N >= 2."""
+    d = v.shape[0]
+    fk = 1.0 / N
+    first = out if N == 2 else B
+    for c in range(d):
+        first[c] = v[c] * fk + S[c]
+    width = d
+    cur = B
+    nxt = C
+    for m in range(1, N - 1):
+        f = 1.0 / (N - m)
+        so = off[m + 1]
+        cv = cur[:width]
+        dst = out if m == N - 2 else nxt
+        for c in range(d):
+            wc = v[c] * f
+            dv = dst[c * width : (c + 1) * width]
+            sv = S[so + c * width : so + (c + 1) * width]
+            for i in range(width):
+                dv[i] = cv[i] * wc + sv[i]
+        width *= d
+        cur, nxt = nxt, cur
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _top_update(S, base, width, d, T0, V0, T1, V1, two):
+    """S^N += T0 (x) V0 (+ T1 (x) V1 when ``two``): one pass over the top level for two
+    segments."""
+    for c in range(d):
+        a = V0[c]
+        dv = S[base + c * width : base + (c + 1) * width]
+        if two:
+            b = V1[c]
+            for i in range(width):
+                dv[i] += T0[i] * a + T1[i] * b
+        else:
+            for i in range(width):
+                dv[i] += T0[i] * a
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _advance(level, off, S, B, C, Tq, Vq, q):
+    """Chen's relation for the segment ``Vq[q]``. The top level (read by no lower level) is
+    deferred: its Horner vector goes to ``Tq[q]`` and two segments are added in one pass
+    (half the loads and stores of the largest level). Returns the number pending (0 or 1)."""
+    v = Vq[q]
+    if level == 1:
+        _segment(v, 1, off, S, B, C)
+        return 0
+    _top_vector(v, level, off, S, B, C, Tq[q])
+    _segment(v, level - 1, off, S, B, C)
+    if q == 0:
+        return 1
+    d = v.shape[0]
+    _top_update(S, off[level], Tq.shape[1], d, Tq[0], Vq[0], Tq[1], Vq[1], True)
+    return 0
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _flush(level, off, S, Tq, Vq, q):
+    """Add a pending segment's top-level term."""
+    if q == 1 and level > 1:
+        d = Vq.shape[1]
+        _top_update(S, off[level], Tq.shape[1], d, Tq[0], Vq[0], Tq[0], Vq[0], False)
+
+
 @njit(cache=True)
 def _offsets(level, d):
     """Offsets of the levels in the flat layout (level k starts at off[k]) and d^level."""
@@ -91,9 +163,15 @@ def signatures(dX, level, out):
     for s in prange(n):
         B = np.empty(size)
         C = np.empty(size)
+        Tq = np.empty((2, size // d))
+        Vq = np.empty((2, d))
         row = out[s]
+        q = 0
         for t in range(L):
-            _segment(dX[s, t], level, off, row, B, C)
+            for c in range(d):
+                Vq[q, c] = dX[s, t, c]
+            q = _advance(level, off, row, B, C, Tq, Vq, q)
+        _flush(level, off, row, Tq, Vq, q)
 
 
 @njit(cache=True, parallel=True, fastmath=_FM)
@@ -105,10 +183,13 @@ def signatures_from_values(V, scale, level, out):
     for s in prange(n):
         B = np.empty(size)
         C = np.empty(size)
-        v = np.empty(d)
+        Tq = np.empty((2, size // d))
+        Vq = np.empty((2, d))
         row = out[s]
         row[:] = 0.0
+        q = 0
         for t in range(T - 1):
             for c in range(d):
-                v[c] = (V[s, t + 1, c] - V[s, t, c]) * scale
-            _segment(v, level, off, row, B, C)
+                Vq[q, c] = (V[s, t + 1, c] - V[s, t, c]) * scale
+            q = _advance(level, off, row, B, C, Tq, Vq, q)
+        _flush(level, off, row, Tq, Vq, q)
