@@ -31,40 +31,17 @@ _FM = {"contract"}
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
-def _segment(v, level, off, S, B, C):
+def _segment(v, level, off, S, B, C, D):
     r"""Chen's relation for one segment: S <- S (x) exp(v), levels 1..``level`` in place.
 
     Level k from the top: :math:`t_1 = v/k + S^1`, :math:`t_{m+1} = t_m \otimes v/(k-m) +
-    S^{m+1}` (one fused multiply-add per entry, in the scratch buffers B and C), then
+    S^{m+1}` (one fused multiply-add per entry; ``_top_vector``, into D), then
     :math:`S^k \mathrel{+}= t_{k-1} \otimes v`.
     """
     d = v.shape[0]
     for k in range(level, 1, -1):
-        fk = 1.0 / k
-        for c in range(d):
-            B[c] = v[c] * fk + S[c]
-        width = d
-        cur = B
-        nxt = C
-        for m in range(1, k - 1):
-            f = 1.0 / (k - m)
-            so = off[m + 1]
-            cv = cur[:width]
-            for c in range(d):
-                wc = v[c] * f
-                dv = nxt[c * width : (c + 1) * width]
-                sv = S[so + c * width : so + (c + 1) * width]
-                for i in range(width):
-                    dv[i] = cv[i] * wc + sv[i]
-            width *= d
-            cur, nxt = nxt, cur
-        base = off[k]
-        cv = cur[:width]
-        for c in range(d):
-            vc = v[c]
-            dv = S[base + c * width : base + (c + 1) * width]
-            for i in range(width):
-                dv[i] += cv[i] * vc
+        _top_vector(v, k, off, S, B, C, D)
+        _top_update(S, off[k], off[k] - off[k - 1], d, D, v, D, v, False)
     for c in range(d):
         S[c] += v[c]
 
@@ -114,16 +91,16 @@ def _top_update(S, base, width, d, T0, V0, T1, V1, two):
 
 
 @njit(cache=True, fastmath=_FM, inline="always")
-def _advance(level, off, S, B, C, Tq, Vq, q):
+def _advance(level, off, S, B, C, D, Tq, Vq, q):
     """Chen's relation for the segment ``Vq[q]``. The top level (read by no lower level) is
     deferred: its Horner vector goes to ``Tq[q]`` and two segments are added in one pass
     (half the loads and stores of the largest level). Returns the number pending (0 or 1)."""
     v = Vq[q]
     if level == 1:
-        _segment(v, 1, off, S, B, C)
+        _segment(v, 1, off, S, B, C, D)
         return 0
     _top_vector(v, level, off, S, B, C, Tq[q])
-    _segment(v, level - 1, off, S, B, C)
+    _segment(v, level - 1, off, S, B, C, D)
     if q == 0:
         return 1
     d = v.shape[0]
@@ -163,6 +140,7 @@ def signatures(dX, level, out):
     for s in prange(n):
         B = np.empty(size)
         C = np.empty(size)
+        D = np.empty(size // d)
         Tq = np.empty((2, size // d))
         Vq = np.empty((2, d))
         row = out[s]
@@ -170,7 +148,7 @@ def signatures(dX, level, out):
         for t in range(L):
             for c in range(d):
                 Vq[q, c] = dX[s, t, c]
-            q = _advance(level, off, row, B, C, Tq, Vq, q)
+            q = _advance(level, off, row, B, C, D, Tq, Vq, q)
         _flush(level, off, row, Tq, Vq, q)
 
 
@@ -183,6 +161,7 @@ def signatures_from_values(V, scale, level, out):
     for s in prange(n):
         B = np.empty(size)
         C = np.empty(size)
+        D = np.empty(size // d)
         Tq = np.empty((2, size // d))
         Vq = np.empty((2, d))
         row = out[s]
@@ -191,5 +170,5 @@ def signatures_from_values(V, scale, level, out):
         for t in range(T - 1):
             for c in range(d):
                 Vq[q, c] = (V[s, t + 1, c] - V[s, t, c]) * scale
-            q = _advance(level, off, row, B, C, Tq, Vq, q)
+            q = _advance(level, off, row, B, C, D, Tq, Vq, q)
         _flush(level, off, row, Tq, Vq, q)
