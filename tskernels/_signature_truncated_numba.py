@@ -128,35 +128,11 @@ def _offsets(level, d):
 
 
 @njit(cache=True, parallel=True, fastmath=_FM)
-def signatures(dX, level, out):
-    """Levels 1..``level`` of the signatures of paths with increments ``dX`` (n, L, d).
-
-    ``out`` (n, d + d^2 + ... + d^level), zero-initialised, receives the levels concatenated
-    (level k at offset d + ... + d^(k-1)); the word (i_1, ..., i_k) sits at index
-    i_1 + i_2 d + ... + i_k d^(k-1) (reversed order: the last letter varies slowest).
-    """
-    n, L, d = dX.shape
-    off, size = _offsets(level, d)
-    for s in prange(n):
-        B = np.empty(size)
-        C = np.empty(size)
-        D = np.empty(size // d)
-        Tq = np.empty((2, size // d))
-        Vq = np.empty((2, d))
-        row = out[s]
-        q = 0
-        for t in range(L):
-            for c in range(d):
-                Vq[q, c] = dX[s, t, c]
-            q = _advance(level, off, row, B, C, D, Tq, Vq, q)
-        _flush(level, off, row, Tq, Vq, q)
-
-
-@njit(cache=True, parallel=True, fastmath=_FM)
-def signatures_from_values(V, scale, level, out):
-    """As :func:`signatures` for the increments ``scale * (V[:, t+1] - V[:, t])`` of the
-    points ``V`` (n, T, d); ``out`` need not be initialised."""
-    n, T, d = V.shape
+def _signatures(P, from_values, scale, level, out):
+    """Signatures of the paths given by P (n, ., d): points (increments
+    ``scale * (P[:, t+1] - P[:, t])``) when ``from_values``, else the increments themselves."""
+    n, R, d = P.shape
+    L = R - 1 if from_values else R
     off, size = _offsets(level, d)
     for s in prange(n):
         B = np.empty(size)
@@ -167,8 +143,27 @@ def signatures_from_values(V, scale, level, out):
         row = out[s]
         row[:] = 0.0
         q = 0
-        for t in range(T - 1):
+        for t in range(L):
             for c in range(d):
-                Vq[q, c] = (V[s, t + 1, c] - V[s, t, c]) * scale
+                if from_values:
+                    Vq[q, c] = (P[s, t + 1, c] - P[s, t, c]) * scale
+                else:
+                    Vq[q, c] = P[s, t, c]
             q = _advance(level, off, row, B, C, D, Tq, Vq, q)
         _flush(level, off, row, Tq, Vq, q)
+
+
+def signatures(dX, level, out):
+    """Levels 1..``level`` of the signatures of paths with increments ``dX`` (n, L, d).
+
+    ``out`` (n, d + d^2 + ... + d^level) receives the levels concatenated (level k at offset
+    d + ... + d^(k-1)); the word (i_1, ..., i_k) sits at index i_1 + i_2 d + ... +
+    i_k d^(k-1) (reversed order: the last letter varies slowest).
+    """
+    _signatures(dX, False, 1.0, level, out)
+
+
+def signatures_from_values(V, scale, level, out):
+    """As :func:`signatures` for the increments ``scale * (V[:, t+1] - V[:, t])`` of the
+    points ``V`` (n, T, d)."""
+    _signatures(V, True, scale, level, out)
