@@ -226,7 +226,20 @@ class Expansion:
         return k._k_torch(X, self.centres) @ self.weights
 
 
-class GaussianKernel(VectorKernel):
+class _SigmaKernel(VectorKernel):
+    """An exact radial kernel with one length scale ``sigma`` > 0."""
+
+    bandwidth_param = "sigma"
+
+    def __init__(self, sigma: float = 1.0, *, device=None, dtype=None):
+        super().__init__(device=device, dtype=dtype)
+        self.sigma = sigma
+
+    def _check_params(self) -> None:
+        check_positive(self.sigma, "sigma")
+
+
+class GaussianKernel(_SigmaKernel):
     r"""Gaussian kernel :math:`k(x, y) = \exp(-|x - y|^2 / (2\sigma^2))` on :math:`\mathbb R^d`.
 
     Exact (no random features); :math:`k \ge 0`.
@@ -237,15 +250,6 @@ class GaussianKernel(VectorKernel):
     >>> float(k.gram([[0.0, 0.0]], [[1.0, 0.0]])[0, 0])  # exp(-1/2)
     0.6065306597126334
     """
-
-    bandwidth_param = "sigma"
-
-    def __init__(self, sigma: float = 1.0, *, device=None, dtype=None):
-        super().__init__(device=device, dtype=dtype)
-        self.sigma = sigma
-
-    def _check_params(self) -> None:
-        check_positive(self.sigma, "sigma")
 
     def log_integral(self) -> float:
         return 0.5 * self.n_features_in_ * math.log(2 * math.pi * self.sigma**2)
@@ -267,7 +271,7 @@ class GaussianKernel(VectorKernel):
         return ((diff * diff).sum(-1) / (-2.0 * self.sigma**2)).exp()
 
 
-class LaplacianKernel(VectorKernel):
+class LaplacianKernel(_SigmaKernel):
     r"""Laplacian (Abel) kernel :math:`k(x, y) = \exp(-|x - y| / \sigma)` (Euclidean norm).
 
     Exact; :math:`k \ge 0`. Off the centres
@@ -280,15 +284,7 @@ class LaplacianKernel(VectorKernel):
     0.0820849986238988
     """
 
-    bandwidth_param = "sigma"
     laplacian_singular_at_centres = True
-
-    def __init__(self, sigma: float = 1.0, *, device=None, dtype=None):
-        super().__init__(device=device, dtype=dtype)
-        self.sigma = sigma
-
-    def _check_params(self) -> None:
-        check_positive(self.sigma, "sigma")
 
     def log_integral(self) -> float:
         d = self.n_features_in_
