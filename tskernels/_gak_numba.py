@@ -34,6 +34,9 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
+from ._lanes_numba import LANES as _P
+from ._lanes_numba import gather_lanes
+
 _TINY = 1e-250
 _SHIFTER = 6755399441055744.0  # 1.5 * 2^52: (y + S) - S rounds y to the nearest integer
 _FM = {"contract"}  # allow fused multiply-add only
@@ -409,8 +412,6 @@ def _kappa_small(a):
     return p * a + 1.0
 
 
-#: pairs solved together, one per SIMD lane (the innermost array axis)
-_P = 64
 #: log of the float64 range kept clear of over/underflow by the a-priori bounds
 _LOG_RANGE = 690.0
 
@@ -460,15 +461,11 @@ def log_gak_pairs(VX, VXT, LX, RX, VY, VYT, LY, RY, ii, jj, inv2s2, w, out):
         safe = np.zeros(_P, dtype=np.bool_)
         small = True
         any_safe = False
+        gather_lanes(VX, ii, ch, npairs, xs)
+        gather_lanes(VY, jj, ch, npairs, ys)
         for p in range(_P):
             q = min(ch * _P + p, npairs - 1)
             i, j = ii[q], jj[q]
-            for a in range(T1):
-                for k in range(d):
-                    xs[a, k, p] = VX[i, a, k]
-            for b in range(T2):
-                for k in range(d):
-                    ys[b, k, p] = VY[j, b, k]
             nx[p] = LX[i]
             ny[p] = LY[j]
             safe[p] = _lanes_safe(RX[i], RY[j], LX[i], LY[j], inv2s2)

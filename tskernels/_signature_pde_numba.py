@@ -27,11 +27,11 @@ import numpy as np
 from numba import njit, prange
 
 from ._gak_numba import _exp_nonpos
+from ._lanes_numba import LANES as _P
+from ._lanes_numba import gather_lanes, store_lanes
 
 __all__ = ["pde_linear_pairs", "pde_rbf_pairs", "pde_increments_pairs"]
 
-#: pairs solved together in one chunk (the SIMD axis)
-_P = 64
 #: only FMA contraction: IEEE semantics otherwise kept (inputs are checked finite)
 _FM = {"contract"}
 
@@ -63,6 +63,16 @@ def _sweep(K, r, A, B, n_sub_rows, lam2, M2):
     return r
 
 
+@njit(cache=True, fastmath=_FM, inline="always")
+def _squared_norms(xs, out):
+    """out[a, p] = |xs[a, :, p]|^2 for lane-major points xs (T, d, P)."""
+    out[:] = 0.0
+    for a in range(xs.shape[0]):
+        for k in range(xs.shape[1]):
+            for p in range(_P):
+                out[a, p] += xs[a, k, p] * xs[a, k, p]
+
+
 @njit(cache=True, fastmath=_FM, parallel=True)
 def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out, n_threads):
     """Linear lift: increments ``dX`` (nX, L1, d), ``dY`` (nY, L2, d) already scaled."""
@@ -82,15 +92,8 @@ def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out, n_threads):
         B = np.empty((L2, _P))
         inc = np.empty(_P)
         for c in range(th, nchunks, nthreads):
-            for p in range(_P):
-                q = min(c * _P + p, npairs - 1)
-                i, j = ii[q], jj[q]
-                for a in range(L1):
-                    for k in range(d):
-                        xs[a, k, p] = dX[i, a, k]
-                for b in range(L2):
-                    for k in range(d):
-                        ys[b, k, p] = dY[j, b, k]
+            gather_lanes(dX, ii, c, npairs, xs)
+            gather_lanes(dY, jj, c, npairs, ys)
             K[0] = 1.0
             r = 0
             for a in range(L1):
@@ -102,10 +105,7 @@ def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out, n_threads):
                             inc[p] += xs[a, k, p] * ys[b, k, p]
                     _coefficients(inc, A, B, b, factor)
                 r = _sweep(K, r, A, B, nsub, lam2, M2)
-            for p in range(_P):
-                q = c * _P + p
-                if q < npairs:
-                    out[q] = K[r, M2, p]
+            store_lanes(K[r, M2], c, npairs, out)
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
@@ -138,21 +138,10 @@ def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads):
         dot = np.empty(_P)
         inc = np.empty(_P)
         for c in range(th, nchunks, nthreads):
-            xn[:] = 0.0
-            yn[:] = 0.0
-            for p in range(_P):
-                q = min(c * _P + p, npairs - 1)
-                i, j = ii[q], jj[q]
-                for a in range(T1):
-                    for k in range(d):
-                        v = X[i, a, k]
-                        xs[a, k, p] = v
-                        xn[a, p] += v * v
-                for b in range(T2):
-                    for k in range(d):
-                        v = Y[j, b, k]
-                        ys[b, k, p] = v
-                        yn[b, p] += v * v
+            gather_lanes(X, ii, c, npairs, xs)
+            gather_lanes(Y, jj, c, npairs, ys)
+            _squared_norms(xs, xn)
+            _squared_norms(ys, yn)
             K[0] = 1.0
             r = 0
             e = 0  # E[e] is the current point-Gram row, E[1 - e] the previous one
@@ -176,10 +165,7 @@ def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads):
                         _coefficients(inc, A, B, b, factor)
                     r = _sweep(K, r, A, B, nsub, lam2, M2)
                 e = 1 - e
-            for p in range(_P):
-                q = c * _P + p
-                if q < npairs:
-                    out[q] = K[r, M2, p]
+            store_lanes(K[r, M2], c, npairs, out)
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
@@ -207,7 +193,4 @@ def pde_increments_pairs(G, ii, jj, lam1, lam2, out, n_threads):
                         inc[p] = G[ii[q], jj[q], a, b]
                     _coefficients(inc, A, B, b, factor)
                 r = _sweep(K, r, A, B, nsub, lam2, M2)
-            for p in range(_P):
-                q = c * _P + p
-                if q < npairs:
-                    out[q] = K[r, M2, p]
+            store_lanes(K[r, M2], c, npairs, out)
