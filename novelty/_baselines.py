@@ -1,7 +1,7 @@
 r"""Baseline novelty scorers on Gram matrices (higher score = more novel).
 
-- :class:`KNNScorer`: distance in feature space to the k-th nearest corpus point,
-  :math:`\|\phi(y) - \phi(x)\|^2 = k(y, y) + k(x, x) - 2 k(y, x)`;
+- :class:`KNNScorer`: distance in feature space to the k-th nearest corpus point (or the mean
+  distance to the k nearest), :math:`\|\phi(y) - \phi(x)\|^2 = k(y, y) + k(x, x) - 2 k(y, x)`;
 - :class:`MeanEmbeddingScorer`: RKHS distance to the kernel mean embedding,
   :math:`\|\phi(y) - \mu\|^2 = k(y, y) - \tfrac2N \sum_i k(y, x_i) + \tfrac1{N^2}\sum_{ij} K_{ij}`;
 - :class:`OCSVMScorer`: scikit-learn's ``OneClassSVM(kernel="precomputed")``; score is minus
@@ -33,27 +33,53 @@ class _GramScorer:
 
 
 class KNNScorer(_GramScorer):
-    """Feature-space distance to the ``n_neighbors``-th nearest corpus point."""
+    """Feature-space distance to the nearest corpus points.
 
-    def __init__(self, n_neighbors: int = 1):
+    Parameters
+    ----------
+    n_neighbors : int, default 1
+        Number k of nearest corpus points considered (at most the corpus size).
+    aggregate : {"kth", "mean"}, default "kth"
+        ``"kth"``: distance to the k-th nearest corpus point; ``"mean"``: mean of the
+        distances to the k nearest (the rule of ROCKAD and of PyOD's ``KNN(method="mean")``).
+        Both are the same for k = 1.
+    """
+
+    _AGGREGATES = ("kth", "mean")
+
+    def __init__(self, n_neighbors: int = 1, *, aggregate: str = "kth"):
         self.n_neighbors = n_neighbors
+        self.aggregate = aggregate
+
+    def _check_params(self, n_corpus: int) -> tuple[int, str]:
+        k = check_int(self.n_neighbors, "n_neighbors")
+        if k > n_corpus:
+            raise ValueError(f"`n_neighbors`={k} exceeds the corpus size N={n_corpus}")
+        if not isinstance(self.aggregate, str) or self.aggregate not in self._AGGREGATES:
+            raise ValueError(
+                f"`aggregate` must be one of {self._AGGREGATES}, got {self.aggregate!r}"
+            )
+        return k, self.aggregate
 
     def fit(self, K_corpus) -> KNNScorer:
-        k = check_int(self.n_neighbors, "n_neighbors")
         K = check_corpus_gram(K_corpus, "K_corpus", min_points=1)
-        if k > K.shape[0]:
-            raise ValueError(f"`n_neighbors`={k} exceeds the corpus size N={K.shape[0]}")
+        self._check_params(K.shape[0])
         self.corpus_diag_ = torch.diagonal(K).clone()
         self.n_corpus_ = K.shape[0]
         self._device = K.device
         return self
 
     def score(self, K_test_corpus, k_test_diag) -> torch.Tensor:
-        """Distance to the k-th nearest corpus point, Tensor (n_test,)."""
+        """Distance to the k-th nearest corpus point (or mean distance to the k nearest),
+        Tensor (n_test,)."""
         Kt, dt = self._test(K_test_corpus, k_test_diag)
+        k, aggregate = self._check_params(self.n_corpus_)
         d2 = dt[:, None] + self.corpus_diag_[None, :] - 2.0 * Kt
-        kth = torch.kthvalue(d2, self.n_neighbors, dim=1).values
-        return _sqrt_of_squared_distance(kth, scale=float(dt.abs().max()) + 1.0)
+        scale = float(dt.abs().max()) + 1.0
+        if aggregate == "kth":
+            return _sqrt_of_squared_distance(torch.kthvalue(d2, k, dim=1).values, scale)
+        nearest = torch.topk(d2, k, dim=1, largest=False).values
+        return _sqrt_of_squared_distance(nearest, scale).mean(dim=1)
 
 
 def _sqrt_of_squared_distance(d2: torch.Tensor, scale: float) -> torch.Tensor:
