@@ -52,6 +52,10 @@ class Kernel(BaseEstimator, ABC):
 
     #: Whether the kernel accepts unequal-length batches (lists of (T_i, d) arrays).
     supports_unequal_length: bool = False
+    #: Whether ``gram`` needs ``fit(corpus)`` first (data-dependent features, e.g. the
+    #: random-convolution kernel); the detector, the experiments and the tests fit such a
+    #: kernel on the corpus. A kernel whose ``fit`` is optional (GAK's median heuristic) is False.
+    needs_fit: bool = False
     #: A hint appended to the error raised on non-finite values.
     _divergence_hint: str = ""
 
