@@ -1,11 +1,17 @@
-"""novelty: scorers that consume Gram matrices, and detectors on series."""
+"""novelty: scorers that consume Gram matrices, and detectors on series.
+
+The sktime adapters are imported on first use (``novelty.SktimeKernelAdapter``), so
+``import novelty`` does not import sktime.
+"""
 
 from ._baselines import KNNScorer, MeanEmbeddingScorer, OCSVMScorer
 from ._detector import SCORERS, KernelNoveltyDetector
-from ._sktime import SktimeKernelAdapter, sktime_kernels
+from ._layouts import as_series_collection, single_series_hint
 from ._sosrep import SOSREPScorer
 from ._spectral_support import SpectralSupport
 from ._variance_norm import VarianceNorm
+
+_SKTIME_EXPORTS = ("SktimeDistanceAdapter", "SktimeKernelAdapter", "sktime_kernels")
 
 __all__ = [
     "SCORERS",
@@ -14,8 +20,23 @@ __all__ = [
     "MeanEmbeddingScorer",
     "OCSVMScorer",
     "SOSREPScorer",
+    "SktimeDistanceAdapter",
     "SktimeKernelAdapter",
     "SpectralSupport",
     "VarianceNorm",
+    "as_series_collection",
+    "single_series_hint",
     "sktime_kernels",
 ]
+
+
+def __getattr__(name: str):
+    if name in _SKTIME_EXPORTS:
+        from . import _sktime
+
+        return getattr(_sktime, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

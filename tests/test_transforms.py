@@ -96,3 +96,23 @@ def test_preprocessor_errors():
         Preprocessor().fit(np.full((3, 5, 2), np.nan))
     with pytest.raises(ValueError, match="3-D"):
         Preprocessor().fit(np.zeros((3, 5)))
+
+
+def test_equal_length_list_is_treated_as_the_stacked_array():
+    """Pre-processing depends on the lengths, not on the container: a list of equal-length
+    series is z-scored per (time step, channel), exactly like the array, and returns it."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(6, 9, 2)) * np.arange(1, 10)[None, :, None]  # per-step scales differ
+    as_list = [x for x in X]
+    ref = Preprocessor().fit(X)
+    pre = Preprocessor().fit(as_list)
+    assert pre.zscore_.per_step_ and pre.zscore_.mean_.shape == (9, 2)
+    for data in (X, as_list, tuple(as_list)):
+        out = pre.transform(data)
+        assert isinstance(out, np.ndarray) and out.shape == (6, 10, 2)
+        np.testing.assert_array_equal(out, ref.transform(X))
+    # independent oracle: per (time step, channel) statistics, clip, zero basepoint
+    z = np.clip((X - X.mean(axis=0)) / (X.std(axis=0) + 1e-4), -5, 5)
+    np.testing.assert_allclose(pre.transform(as_list)[:, 1:], z, rtol=1e-12)
+    for fn in (lambda a: average_pool(a, 2), clip, add_basepoint, add_time_channel):
+        np.testing.assert_array_equal(fn(as_list), fn(X))

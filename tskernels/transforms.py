@@ -8,7 +8,9 @@
 4. a zero basepoint prepended;
 5. optionally a time channel ``linspace(0, 1, T)`` appended.
 
-Inputs and outputs: float64 numpy arrays (n, T, d), or lists of (T_i, d) arrays.
+Inputs and outputs: float64 numpy arrays (n, T, d), or lists of (T_i, d) arrays. What happens
+depends on the lengths, never on the container: a list of equal-length series is treated as
+(and returned as) the stacked (n, T, d) array; only unequal lengths give lists.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ __all__ = [
 
 
 def _as_series(X, name: str = "X") -> tuple[np.ndarray | list[np.ndarray], bool]:
-    """(array (n, T, d), True) or (list of (T_i, d), False); validates shapes and values."""
+    """(array (n, T, d), True) or (list of (T_i, d), False); validates shapes and values.
+    A list of equal-length series gives the stacked array."""
     if hasattr(X, "detach"):
         X = X.detach().cpu().numpy()
     if isinstance(X, (list, tuple)):
@@ -45,6 +48,9 @@ def _as_series(X, name: str = "X") -> tuple[np.ndarray | list[np.ndarray], bool]
             out.append(x)
         if len({x.shape[1] for x in out}) > 1:
             raise ValueError(f"series in `{name}` have different channel counts")
+        if len({x.shape[0] for x in out}) == 1:
+            # equal lengths: the stacked array, so the container never changes the result
+            return np.stack(out), True
         return out, False
     X = np.asarray(X, dtype=float)
     if X.ndim != 3:
