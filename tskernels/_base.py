@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from numbers import Integral
 
 import torch
 from sklearn.base import BaseEstimator
@@ -29,7 +30,13 @@ from ._validation import (
     resolve_dtype,
 )
 
-__all__ = ["Kernel", "NonFiniteKernelError", "DEFAULT_MAX_MEMORY"]
+__all__ = [
+    "Kernel",
+    "NonFiniteKernelError",
+    "DEFAULT_MAX_MEMORY",
+    "mirror_upper_",
+    "normalize_gram_",
+]
 
 #: Default working-memory budget for the intermediates of one block (bytes), 512 MiB.
 DEFAULT_MAX_MEMORY = 512 * 2**20
@@ -37,6 +44,76 @@ DEFAULT_MAX_MEMORY = 512 * 2**20
 
 class NonFiniteKernelError(FloatingPointError):
     """A kernel evaluation produced NaN/Inf or an invalid diagonal (overflow, divergence)."""
+
+
+#: Entries of the scratch factor per strip in :func:`normalize_gram_` (8 MiB in float64).
+_NORMALIZE_ELEMENTS = 2**20
+#: Rows of the strip mirrored at once by :func:`mirror_upper_` (bounds its scratch memory).
+_MIRROR_ROWS = 256
+
+
+def mirror_upper_(K: torch.Tensor) -> torch.Tensor:
+    """Copy the strict upper triangle of the square matrix ``K`` (..., n, n) onto its lower
+    triangle, in place, so that ``K`` is exactly symmetric; returns ``K``.
+
+    Works strip by strip: the scratch memory is one (256 x 256) diagonal tile per leading
+    index, never a second n x n matrix.
+    """
+    n = K.shape[-1]
+    b = _MIRROR_ROWS
+    for i in range(0, n, b):
+        e = min(i + b, n)
+        tile = K[..., i:e, i:e]
+        upper = torch.triu(tile, 1)
+        tile.copy_(torch.triu(tile) + upper.transpose(-1, -2))
+        if e < n:  # rows e.. of columns i..e <- columns e.. of rows i..e (disjoint regions)
+            K[..., e:, i:e].copy_(K[..., i:e, e:].transpose(-1, -2))
+    return K
+
+
+def normalize_gram_(
+    K: torch.Tensor, dx: torch.Tensor, dy: torch.Tensor, *, symmetric: bool = False
+) -> torch.Tensor:
+    r"""K(x, y) / sqrt(K(x, x) K(y, y)), in place: ``K`` (..., n, m), ``dx`` (..., n), ``dy``
+    (..., m) positive; returns ``K``.
+
+    Divides by :math:`\sqrt{K(x, x)} \sqrt{K(y, y)}`: the product of the square roots of
+    two normal floats neither overflows nor underflows, where the product of the diagonals
+    does beyond 1e154 or below 1e-154. Row strips bound the scratch memory; the result is
+    exactly symmetric when K is (the factor is the same product both ways), and
+    ``symmetric=True`` sets the diagonal to exactly 1.
+    """
+    a, b = torch.sqrt(dx), torch.sqrt(dy)
+    if not math.isfinite(float(a.max()) * float(b.max())):  # both diagonals at ~1.8e308
+        K.div_(a.unsqueeze(-1)).div_(b.unsqueeze(-2))
+    else:
+        n = K.shape[-2]
+        step = max(1, _NORMALIZE_ELEMENTS // max(1, K[..., :1, :].numel()))
+        for i in range(0, n, step):
+            K[..., i : i + step, :].div_(a[..., i : i + step, None] * b[..., None, :])
+    if symmetric:
+        torch.diagonal(K, dim1=-2, dim2=-1).fill_(1.0)
+    return K
+
+
+def check_max_memory(value) -> int:
+    """``max_memory``: None (the default budget) or a positive integer number of bytes."""
+    if value is None:
+        return DEFAULT_MAX_MEMORY
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(
+            f"`max_memory` must be None or a positive integer number of bytes, got {value!r}"
+        )
+    return int(value)
+
+
+def check_block_size(value) -> int | None:
+    """``block_size``: None (sized by ``max_memory``) or a positive integer of series."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"`block_size` must be None or a positive integer, got {value!r}")
+    return int(value)
 
 
 class Kernel(BaseEstimator, ABC):
@@ -85,9 +162,7 @@ class Kernel(BaseEstimator, ABC):
                 dx, dy = self._normalizing_diags(Xb, Yb)
             self._check_diag_positive(dx, "X")
             self._check_diag_positive(dy, "Y")
-            K = K / torch.sqrt(dx[:, None] * dy[None, :])
-            if Yb is None:
-                K.fill_diagonal_(1.0)
+            K = normalize_gram_(K, dx, dy, symmetric=Yb is None)
         return K
 
     __call__ = gram
@@ -128,7 +203,21 @@ class Kernel(BaseEstimator, ABC):
     def _describe(self) -> str:
         return repr(self)
 
+    def _check_execution_params(self) -> None:
+        """device, dtype, max_memory and block_size, checked at every use (``set_params``
+        cannot slip past them)."""
+        resolve_dtype(self.dtype)
+        resolve_device(self.device)
+        check_max_memory(self.max_memory)
+        check_block_size(self.block_size)
+
+    @property
+    def _budget(self) -> int:
+        """The working-memory budget per block, bytes."""
+        return check_max_memory(self.max_memory)
+
     def _check_input(self, X, name: str) -> SeriesBatch:
+        self._check_execution_params()
         batch = as_series_batch(X, name=name, dtype=self._dtype, device=self._device)
         if not self.supports_unequal_length and not batch.equal_length:
             lo, hi = int(batch.lengths.min()), int(batch.lengths.max())
@@ -140,12 +229,10 @@ class Kernel(BaseEstimator, ABC):
         return batch
 
     def _block_rows(self, X: SeriesBatch, Y: SeriesBatch) -> int:
-        if self.block_size is not None:
-            if int(self.block_size) < 1:
-                raise ValueError(f"`block_size` must be a positive integer, got {self.block_size}")
-            return int(self.block_size)
-        budget = DEFAULT_MAX_MEMORY if self.max_memory is None else int(self.max_memory)
-        pairs = max(1, budget // max(1, self._pair_bytes(X, Y)))
+        block_size = check_block_size(self.block_size)
+        if block_size is not None:
+            return block_size
+        pairs = max(1, self._budget // max(1, self._pair_bytes(X, Y)))
         return max(1, math.isqrt(pairs))
 
     def _assemble(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
@@ -155,17 +242,20 @@ class Kernel(BaseEstimator, ABC):
         b = self._block_rows(X, Y_)
         if b >= n and b >= m:
             K = self._gram_block(X, Y_, symmetric)
-        else:
-            K = torch.empty((n, m), dtype=self._dtype, device=self._device)
-            for i in range(0, n, b):
-                Xi = X[i : i + b]
-                for j in range(i if symmetric else 0, m, b):
-                    block = self._gram_block(Xi, Y_[j : j + b], symmetric and i == j)
-                    K[i : i + b, j : j + b] = block
-                    if symmetric and j != i:
-                        K[j : j + b, i : i + b] = block.T
-        if symmetric:
-            K = torch.triu(K) + torch.triu(K, 1).T
+            return mirror_upper_(K) if symmetric else K
+        # output + one block of working memory: upper-triangle blocks are written into K and
+        # mirrored in place (a diagonal block is made exactly symmetric on its own)
+        K = torch.empty((n, m), dtype=self._dtype, device=self._device)
+        for i in range(0, n, b):
+            Xi = X[i : i + b]
+            for j in range(i if symmetric else 0, m, b):
+                block = self._gram_block(Xi, Y_[j : j + b], symmetric and i == j)
+                K[i : i + b, j : j + b] = block
+                del block
+                if symmetric and j == i:
+                    mirror_upper_(K[i : i + b, i : i + b])
+                elif symmetric:
+                    K[j : j + b, i : i + b].copy_(K[i : i + b, j : j + b].T)
         return K
 
     def _normalizing_diags(
@@ -201,4 +291,13 @@ class Kernel(BaseEstimator, ABC):
                 f"normalize=True needs K(x, x) > 0, but {self._describe()} gives "
                 f"K(x, x) = {float(diag[i]):.3g} for `{name}`[{i}]."
                 + (f" {self._divergence_hint}" if self._divergence_hint else "")
+            )
+        tiny = torch.finfo(diag.dtype).tiny
+        if bool((diag < tiny).any()):
+            i = int(torch.nonzero(diag < tiny)[0])
+            raise NonFiniteKernelError(
+                f"normalize=True: {self._describe()} gives K(x, x) = {float(diag[i]):.3g} for "
+                f"`{name}`[{i}], below the smallest normal {diag.dtype} ({tiny:.3g}): the "
+                "kernel values underflow and have lost their digits; rescale the data (e.g. "
+                "z-score it) or the kernel's parameters"
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._base import Kernel
+from ._base import Kernel, mirror_upper_
 from ._registry import KernelSpec, register
 from ._validation import SeriesBatch, check_int, check_positive
 
@@ -107,11 +107,11 @@ class RandomizedSignatureKernel(Kernel):
         return 4 * self._itemsize
 
     def _assemble(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
+        # the features are (n, M); the Gram is formed and scaled in place (output + O(n M))
         ZX = self._features(X)
         if Y is None:
-            K = ZX @ ZX.T / int(self.n_features)
-            return torch.triu(K) + torch.triu(K, 1).T
-        return ZX @ self._features(Y).T / int(self.n_features)
+            return mirror_upper_(torch.mm(ZX, ZX.T).div_(int(self.n_features)))
+        return torch.mm(ZX, self._features(Y).T).div_(int(self.n_features))
 
     def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
         return self._features(X) @ self._features(Y).T / int(self.n_features)

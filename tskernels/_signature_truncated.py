@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from ._base import DEFAULT_MAX_MEMORY, Kernel
+from ._base import Kernel, mirror_upper_, normalize_gram_
 from ._registry import KernelSpec, register
 from ._signature_pde import check_static, lifted_increments, lifted_increments_pairs
 from ._static import RBF, Linear, StaticKernel
@@ -157,23 +157,67 @@ class TruncatedSignatureKernel(Kernel):
     def _n_features(self, d: int) -> int:
         return sum(d**k for k in range(1, int(self.level) + 1))
 
-    def _use_features(self, n_series: int, d: int) -> bool:
+    def _use_features(self, n_series: int, d: int, length: int) -> bool:
+        """Explicit signatures (Linear static kernel, ``algorithm="auto"``) when every
+        series' features fit in ``max_memory`` at once, or, blocked, when one series' features
+        fit on each side of a block and a pair costs less by features (d + ... + d^N
+        products) than by the recursion (~ (T - 1)^2 N^2 cells)."""
         if self.algorithm != "auto":
             return self.algorithm == "features"
         if type(self._static) is not Linear:
             return False
-        budget = DEFAULT_MAX_MEMORY if self.max_memory is None else int(self.max_memory)
-        return self._n_features(d) * n_series * self._itemsize <= budget
+        row_bytes = self._n_features(d) * self._itemsize
+        if n_series * row_bytes <= self._budget:
+            return True
+        cells = max(1, length - 1) ** 2 * int(self.level) ** 2
+        return 2 * row_bytes <= self._budget and self._n_features(d) <= cells
+
+    def _features_fit(self, n_series: int, d: int) -> bool:
+        """Every feature of the call at once (no blocks), as long as no ``block_size`` asks
+        for blocks."""
+        return (
+            self.block_size is None
+            and n_series * self._n_features(d) * self._itemsize <= self._budget
+        )
+
+    def _feature_rows(self, d: int) -> int:
+        """Series per block of the blocked explicit-signature path: ``block_size``, else the
+        features of a block on each side and the block's output within ``max_memory``."""
+        if self.block_size is not None:
+            return int(self.block_size)
+        half = self._budget // 2
+        rows = half // (self._n_features(d) * self._itemsize)
+        return max(1, min(rows, math.isqrt(half // self._itemsize)))
+
+    def _flat_feature_tensor(self, X: SeriesBatch) -> torch.Tensor:
+        """Levels 1..N of the signatures, concatenated, Tensor (n, d + ... + d^N) on the
+        kernel's device and dtype."""
+        if X.values.device.type == "cpu":
+            return torch.from_numpy(self._flat_features(X)).to(self._dtype)
+        return torch.cat(self._features(X), dim=1)
+
+    def _feature_blocks(self, X: SeriesBatch, Y: SeriesBatch | None):
+        """(i, j, F_X block, F_Y block) over the block pairs (upper triangle when Y is None);
+        a block's features are computed when they are needed (bounded memory)."""
+        b = self._feature_rows(X.d)
+        Y_ = X if Y is None else Y
+        for i in range(0, X.n, b):
+            FX = self._flat_feature_tensor(X[i : i + b])
+            for j in range(i if Y is None else 0, Y_.n, b):
+                FY = FX if Y is None and j == i else self._flat_feature_tensor(Y_[j : j + b])
+                yield i, j, FX, FY
 
     def _pair_bytes(self, X, Y):
         N = int(self.level)
         return (2 * N * N + 6) * X.length * Y.length * self._itemsize
 
     def _combine(self, per_level: torch.Tensor) -> torch.Tensor:
-        """(level, ...) level inner products -> (level, ...) kernels per ``levels``."""
+        """(level, ...) level inner products -> (level, ...) kernels per ``levels``, in place
+        (no second (level, ...) tensor)."""
         if self.levels == "cumulative":
-            return 1.0 + torch.cumsum(per_level, dim=0)
-        return 1.0 + per_level
+            for k in range(1, per_level.shape[0]):
+                per_level[k] += per_level[k - 1]
+        return per_level.add_(1.0)
 
     def _features(self, X: SeriesBatch) -> list[torch.Tensor]:
         c = float(self.scale) * math.sqrt(float(self._static.scale))
@@ -205,8 +249,13 @@ class TruncatedSignatureKernel(Kernel):
 
     def _diag_levels(self, X: SeriesBatch) -> torch.Tensor:
         """(level, X.n) level inner products of each series with itself."""
-        if self._use_features(X.n, X.d):
-            return torch.stack([(f * f).sum(1) for f in self._features(X)])
+        if self._use_features(X.n, X.d, X.length):
+            b = X.n if self._features_fit(X.n, X.d) else self._feature_rows(X.d)
+            parts = [
+                torch.stack([(f * f).sum(1) for f in self._features(X[i : i + b])])
+                for i in range(0, X.n, b)
+            ]
+            return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
         s = float(self.scale)
         G = lifted_increments_pairs(self._static, X.values * s, X.values * s)
         return signature_kernel_levels(G, int(self.level))
@@ -215,8 +264,11 @@ class TruncatedSignatureKernel(Kernel):
         return self._combine(self._diag_levels(X))[-1]
 
     def _assemble(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
-        if not self._use_features(X.n + (0 if Y is None else Y.n), X.d):
+        n_all = X.n + (0 if Y is None else Y.n)
+        if not self._use_features(n_all, X.d, max(X.length, 0 if Y is None else Y.length)):
             return super()._assemble(X, Y)
+        if not self._features_fit(n_all, X.d):
+            return self._assemble_blocked(X, Y)
         if self._device.type != "cpu":
             return self._combine(self._feature_levels(X, Y))[-1]
         # CPU: one matrix product (torch's BLAS: numpy's OpenBLAS threads busy-wait for a
@@ -228,24 +280,53 @@ class TruncatedSignatureKernel(Kernel):
         if self.levels == "single":
             FX = FX[:, -(X.d**N) :]
         if Y is None:
-            K = torch.mm(FX, FX.T).numpy()
-            below = np.tri(X.n, k=-1, dtype=bool)
-            np.copyto(K, K.T, where=below)  # exactly symmetric: the upper triangle mirrored
+            K = mirror_upper_(torch.mm(FX, FX.T))  # exactly symmetric, in place
         else:
             FY = torch.from_numpy(self._flat_features(Y))
             if self.levels == "single":
                 FY = FY[:, -(Y.d**N) :]
-            K = torch.mm(FX, FY.T).numpy()
-        K += 1.0
-        return torch.from_numpy(K).to(self._dtype)
+            K = torch.mm(FX, FY.T)
+        return K.add_(1.0).to(self._dtype)
+
+    def _assemble_blocked(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
+        """The explicit-signature Gram block by block (features of one block pair at a time):
+        output + ``max_memory``."""
+        N = int(self.level)
+        last = X.d**N if self.levels == "single" else None
+        K = torch.empty((X.n, X.n if Y is None else Y.n), dtype=self._dtype, device=self._device)
+        for i, j, FX, FY in self._feature_blocks(X, Y):
+            if last is not None:
+                FX, FY = FX[:, -last:], FY[:, -last:]
+            blk = K[i : i + FX.shape[0], j : j + FY.shape[0]]
+            torch.mm(FX, FY.T, out=blk) if blk.is_contiguous() else blk.copy_(FX @ FY.T)
+            if Y is None and j == i:
+                mirror_upper_(blk)
+            elif Y is None:
+                K[j : j + FY.shape[0], i : i + FX.shape[0]].copy_(blk.T)
+        return K.add_(1.0)
 
     def _feature_levels(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
+        n_all = X.n + (0 if Y is None else Y.n)
+        if not self._features_fit(n_all, X.d):
+            return self._feature_levels_blocked(X, Y)
         FX = self._features(X)
         FY = FX if Y is None else self._features(Y)
         K = torch.stack([fx @ fy.T for fx, fy in zip(FX, FY)])
-        if Y is None:  # exactly symmetric
-            K = torch.triu(K) + torch.triu(K, 1).transpose(1, 2)
-        return K
+        return mirror_upper_(K) if Y is None else K  # exactly symmetric
+
+    def _feature_levels_blocked(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
+        sizes = [X.d**k for k in range(1, int(self.level) + 1)]
+        m = X.n if Y is None else Y.n
+        out = torch.empty((len(sizes), X.n, m), dtype=self._dtype, device=self._device)
+        for i, j, FX, FY in self._feature_blocks(X, Y):
+            blk = out[:, i : i + FX.shape[0], j : j + FY.shape[0]]
+            for k, (fx, fy) in enumerate(zip(torch.split(FX, sizes, 1), torch.split(FY, sizes, 1))):
+                blk[k].copy_(fx @ fy.T)
+            if Y is None and j == i:
+                mirror_upper_(blk)
+            elif Y is None:
+                out[:, j : j + FY.shape[0], i : i + FX.shape[0]].copy_(blk.transpose(1, 2))
+        return out
 
     # ------------------------------------------------------------------ public
     def gram_levels(self, X, Y=None, *, normalize: bool = False) -> torch.Tensor:
@@ -259,20 +340,22 @@ class TruncatedSignatureKernel(Kernel):
         Yb = None if Y is None else self._check_input(Y, "Y")
         if Yb is not None:
             check_channels(Xb, Yb)
-        if self._use_features(Xb.n + (0 if Yb is None else Yb.n), Xb.d):
+        length = max(Xb.length, 0 if Yb is None else Yb.length)
+        if self._use_features(Xb.n + (0 if Yb is None else Yb.n), Xb.d, length):
             Kl = self._feature_levels(Xb, Yb)
         else:
             Kl = self._levels_blockwise(Xb, Yb)
         K = self._combine(Kl)
         self._check_result(K, "Gram matrix")
         if normalize:
-            dx = (
-                torch.diagonal(K, dim1=1, dim2=2)
-                if Yb is None
-                else self._combine(self._diag_levels(Xb))
-            )
-            dy = dx if Yb is None else self._combine(self._diag_levels(Yb))
-            K = K / torch.sqrt(dx[:, :, None] * dy[:, None, :])
+            if Yb is None:
+                dx = dy = torch.diagonal(K, dim1=1, dim2=2).clone()
+            else:
+                dx = self._combine(self._diag_levels(Xb))
+                dy = self._combine(self._diag_levels(Yb))
+            self._check_diag_positive(dx, "X")
+            self._check_diag_positive(dy, "Y")
+            K = normalize_gram_(K, dx, dy, symmetric=Yb is None)
         return K
 
     def _levels_blockwise(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
@@ -284,10 +367,11 @@ class TruncatedSignatureKernel(Kernel):
             for j in range(i if symmetric else 0, Y_.n, b):
                 blk = self._levels_block(X[i : i + b], Y_[j : j + b], symmetric and i == j)
                 out[:, i : i + b, j : j + b] = blk
-                if symmetric and j != i:
-                    out[:, j : j + b, i : i + b] = blk.transpose(1, 2)
-        if symmetric:
-            out = torch.triu(out) + torch.triu(out, 1).transpose(1, 2)
+                del blk
+                if symmetric and j == i:
+                    mirror_upper_(out[:, i : i + b, i : i + b])
+                elif symmetric:
+                    out[:, j : j + b, i : i + b].copy_(out[:, i : i + b, j : j + b].transpose(1, 2))
         return out
 
 

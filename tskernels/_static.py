@@ -8,6 +8,7 @@ Gram for vector data.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 import torch
@@ -15,15 +16,55 @@ from sklearn.base import BaseEstimator
 
 from ._validation import as_vectors, check_int, check_nonnegative, check_positive
 
-__all__ = ["StaticKernel", "Linear", "RBF", "Polynomial", "Laplacian"]
+__all__ = ["StaticKernel", "Linear", "RBF", "Polynomial", "Laplacian", "sqdist", "exact_dist"]
 
 
-def _sqdist(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """|x_a - y_b|^2 for batched point sets, (..., p, d) x (..., q, d) -> (..., p, q)."""
+#: Largest (radius / length scale)^2 of the centred points for which squared distances come
+#: from the matrix-product expansion (absolute error ~ eps * radius^2, so the exponent of a
+#: radial kernel is then off by at most ~1e-8); beyond it they come from the differences.
+EXPANSION_MAX_RATIO = 1e8
+
+
+def _centred(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x and y shifted by one common point (the mean of all their points, per leading index):
+    distances are unchanged, and the squared-norm expansion no longer cancels the offset."""
+    n_pts = x.shape[-2] + y.shape[-2]
+    c = (x.sum(-2, keepdim=True) + y.sum(-2, keepdim=True)) / n_pts
+    if not bool(torch.isfinite(c).all()):  # the sum overflowed: centre on the scaled data
+        c = (x / n_pts).sum(-2, keepdim=True) + (y / n_pts).sum(-2, keepdim=True)
+    return x - c, y - c
+
+
+def sqdist(x: torch.Tensor, y: torch.Tensor, length_scale: float = 1.0) -> torch.Tensor:
+    """|x_a - y_b|^2 for batched point sets, (..., p, d) x (..., q, d) -> (..., p, q).
+
+    The points are first centred on a common shift (translation invariance at any offset).
+    When the centred radius R is small against ``length_scale`` (R^2 / l^2 <=
+    ``EXPANSION_MAX_RATIO``, always so for data on the kernel's scale) the distances come from
+    one matrix product, |x|^2 + |y|^2 - 2 <x, y>; otherwise from the differences themselves
+    (exact at any magnitude; distances whose square overflows are +inf).
+    """
+    x, y = _centred(x, y)
     xx = (x * x).sum(-1)
     yy = (y * y).sum(-1)
-    d2 = xx[..., :, None] + yy[..., None, :] - 2.0 * (x @ y.transpose(-1, -2))
-    return d2.clamp_min_(0.0)  # rounding only: |x-y|^2 >= 0 exactly
+    if xx.numel() == 0 or yy.numel() == 0:
+        return xx.new_zeros(xx.shape + yy.shape[-1:])
+    r2 = float(torch.maximum(xx.amax(), yy.amax()))
+    if r2 <= EXPANSION_MAX_RATIO * length_scale * length_scale:
+        d2 = xx[..., :, None] + yy[..., None, :] - 2.0 * (x @ y.transpose(-1, -2))
+        return d2.clamp_min_(0.0)  # rounding only: |x-y|^2 >= 0 exactly
+    return exact_dist(x, y) ** 2
+
+
+def exact_dist(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """|x_a - y_b| from the differences (no matrix-product expansion), (..., p, q); points
+    of magnitude beyond 2^(+-400) are scaled by a power of two first (exact), so the squares
+    inside neither overflow nor underflow."""
+    m = float(torch.maximum(x.abs().amax(), y.abs().amax())) if x.numel() and y.numel() else 0.0
+    if m == 0.0 or 2.0**-400 < m < 2.0**400:
+        return torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist")
+    scale = 2.0 ** -math.frexp(m)[1]
+    return torch.cdist(x * scale, y * scale, compute_mode="donot_use_mm_for_euclid_dist") / scale
 
 
 class StaticKernel(BaseEstimator, ABC):
@@ -31,6 +72,11 @@ class StaticKernel(BaseEstimator, ABC):
 
     #: True when k(x, y) depends on x, y only through <x, y> (the signature kernels use it).
     is_dot_product: bool = False
+
+    def check_params(self) -> StaticKernel:
+        """Validate the parameters (at every use, so ``set_params`` cannot slip past);
+        returns self."""
+        return self
 
     @abstractmethod
     def cross(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -46,13 +92,16 @@ class StaticKernel(BaseEstimator, ABC):
 
     def gram(self, X, Y=None, *, dtype=torch.float64, device="cpu") -> torch.Tensor:
         """Gram matrix of 2-D point sets, (n, d) x (m, d) -> Tensor (n, m)."""
+        self.check_params()
         x = as_vectors(X, name="X", dtype=dtype, device=device)
         y = x if Y is None else as_vectors(Y, name="Y", dtype=dtype, device=device)
         if x.shape[1] != y.shape[1]:
             raise ValueError(f"channel mismatch: `X` has d={x.shape[1]}, `Y` has d={y.shape[1]}")
         K = self.cross(x, y)
         if Y is None:
-            K = torch.triu(K) + torch.triu(K, 1).T
+            from ._base import mirror_upper_
+
+            mirror_upper_(K)
         return K
 
     __call__ = gram
@@ -64,13 +113,20 @@ class Linear(StaticKernel):
     is_dot_product = True
 
     def __init__(self, scale: float = 1.0):
-        check_positive(scale, "scale")
         self.scale = scale
+        self.check_params()
+
+    def check_params(self):
+        check_positive(self.scale, "scale")
+        return self
 
     def cross(self, x, y):
-        return self.scale * (x @ y.transpose(-1, -2))
+        self.check_params()
+        K = x @ y.transpose(-1, -2)
+        return K if self.scale == 1 else K.mul_(self.scale)
 
     def pointwise(self, x, y):
+        self.check_params()
         return self.scale * (x * y).sum(-1)
 
 
@@ -80,17 +136,24 @@ class Polynomial(StaticKernel):
     is_dot_product = True
 
     def __init__(self, degree: int = 2, c: float = 1.0, scale: float = 1.0):
-        check_int(degree, "degree", minimum=1)
-        check_nonnegative(c, "c")
-        check_positive(scale, "scale")
         self.degree = degree
         self.c = c
         self.scale = scale
+        self.check_params()
+
+    def check_params(self):
+        check_int(self.degree, "degree", minimum=1)
+        check_nonnegative(self.c, "c")
+        check_positive(self.scale, "scale")
+        return self
 
     def cross(self, x, y):
-        return (self.scale * (x @ y.transpose(-1, -2)) + self.c) ** self.degree
+        self.check_params()
+        K = (x @ y.transpose(-1, -2)).mul_(self.scale).add_(self.c)
+        return K.pow_(self.degree)
 
     def pointwise(self, x, y):
+        self.check_params()
         return (self.scale * (x * y).sum(-1) + self.c) ** self.degree
 
 
@@ -102,14 +165,27 @@ class RBF(StaticKernel):
     """
 
     def __init__(self, sigma: float = 1.0):
-        check_positive(sigma, "sigma")
         self.sigma = sigma
+        self.check_params()
+
+    def check_params(self):
+        check_positive(self.sigma, "sigma")
+        return self
 
     def cross(self, x, y):
-        return torch.exp(_sqdist(x, y) * (-0.5 / self.sigma**2))
+        self.check_params()
+        s2 = float(self.sigma) ** 2
+        if 0.0 < s2 < math.inf:
+            return sqdist(x, y, self.sigma).mul_(-0.5 / s2).exp_()
+        # sigma beyond 1e+-154 (its square over- or underflows): distances in units of sigma
+        return sqdist(x / self.sigma, y / self.sigma).mul_(-0.5).exp_()
 
     def pointwise(self, x, y):
-        return torch.exp(((x - y) ** 2).sum(-1) * (-0.5 / self.sigma**2))
+        self.check_params()
+        s2 = float(self.sigma) ** 2
+        if 0.0 < s2 < math.inf:
+            return torch.exp(((x - y) ** 2).sum(-1) * (-0.5 / s2))
+        return torch.exp(-0.5 * (torch.linalg.vector_norm((x - y) / self.sigma, dim=-1) ** 2))
 
     def self_values(self, x):
         return torch.ones(x.shape[:-1], dtype=x.dtype, device=x.device)
@@ -119,15 +195,21 @@ class Laplacian(StaticKernel):
     r"""Laplacian (Abel) kernel :math:`k(x, y) = \exp(-|x - y| / \sigma)`."""
 
     def __init__(self, sigma: float = 1.0):
-        check_positive(sigma, "sigma")
         self.sigma = sigma
+        self.check_params()
+
+    def check_params(self):
+        check_positive(self.sigma, "sigma")
+        return self
 
     def cross(self, x, y):
-        # direct differences (no |x|^2+|y|^2-2<x,y> expansion): exact 0 distance on the diagonal
-        dist = torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist")
-        return torch.exp(-dist / self.sigma)
+        self.check_params()
+        # direct differences (no |x|^2+|y|^2-2<x,y> expansion): exact 0 distance on the
+        # diagonal, translation invariant
+        return torch.exp(-exact_dist(x, y) / self.sigma)
 
     def pointwise(self, x, y):
+        self.check_params()
         return torch.exp(-torch.linalg.vector_norm(x - y, dim=-1) / self.sigma)
 
     def self_values(self, x):
