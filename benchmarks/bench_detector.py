@@ -1,0 +1,872 @@
+"""Detector benchmark on the UEA data: our KernelNoveltyDetector against ROCKAD and PyOD.
+
+Problems: for every data set and every class c (one-versus-rest, issue 11 item 6), the corpus
+is the training series of class c, subsampled without replacement to at most ``--max-corpus``
+(120) series; the test set is the test split, a stratified (by class) subsample of at most
+``--max-test`` (600) series, the same for every class of a data set; label 1 = anomaly
+(class != c). Both subsamples are drawn with the seed (``--seeds``), which every method also
+gets as its ``random_state``.
+
+Methods (``METHODS``, selected with ``--methods``; the groups ``ours`` and ``peers`` expand):
+
+* ``ours_default`` = ``KernelNoveltyDetector()``, ``ours_auto`` =
+  ``KernelNoveltyDetector(kernel="auto", scorer="auto")`` and every ``--extra NAME=EXPR``: an
+  estimator on raw series (arrays (n, T, d) or lists of (T_i, d) arrays; it pre-processes
+  itself). EXPR is evaluated afresh for every problem with ``np``, ``novelty``, ``tskernels``,
+  ``density`` and every public name of ``tskernels`` and ``novelty`` in scope; a
+  ``random_state`` parameter left at None is set to the seed. Anomaly score =
+  ``-score_samples(X)``; false alarms = test normals with ``predict(X) == -1``, nominal rate
+  ``contamination`` if the detector has it, else ``1 - quantile``.
+* ``rockad``: aeon's ROCKAD with its defaults and ``random_state=seed`` on the raw series in
+  aeon's layout (n, d, T); its ``predict`` is an anomaly score (mean k-NN distance in the
+  power-transformed ROCKET features: higher = more anomalous). It has no threshold, so no
+  false-alarm rate. Its k-NN queries only test series against a bootstrap sample of the
+  corpus, so ``n_neighbors = min(5, N)`` for a corpus of N < 5 series (StandWalkJump: 4).
+* ``pyod_knn``, ``pyod_iforest``, ``pyod_lof``, ``pyod_ocsvm``, ``pyod_ecod``: PyOD with its
+  defaults (``random_state=seed`` for IForest) on flattened series: average pooling with
+  window ``1 + (T - 1) // 100`` when T > 100, z-score per (time step, channel) with the corpus's
+  mean and std, ``(x - mean) / (std + 1e-4)``, clipping to +-5, flattening to T * d columns.
+  Anomaly score = ``decision_function``; false alarms = test normals with ``predict == 1``,
+  nominal rate = ``contamination`` (0.1). PyOD's ECOD recomputes its empirical CDFs on the
+  training data *plus the batch it scores*, so a test set made mostly of anomalies (as in
+  one-versus-rest) would shift its own tails; ECOD therefore scores (and predicts) each test
+  series in a call of its own: training data plus that one series. KNN and LOF fit the k-NN
+  of corpus points among the others, so ``n_neighbors = min(default, N - 1)`` (defaults 5
+  and 20).
+* Unequal lengths (JapaneseVowels), for ROCKAD and PyOD only: every series whose length differs
+  from the corpus's maximum length is resampled linearly (``np.interp`` per channel, both ends
+  kept) to that length before anything else. Our detectors get the list of series.
+
+Metrics per (data set, class, method, seed): ROC-AUC and average precision of the anomaly
+score with the anomaly as the positive class, the false-alarm rate and its nominal value, fit
+seconds (including the peers' flattening of the corpus) and score seconds (score and predict,
+including the flattening of the test series), corpus and test sizes. A method's first
+problem in a process also pays numba compilation or cache loading (ROCKET, our kernels): the
+report gives median fit times. A method that raises records the error (one line) and the run
+goes on.
+
+Results go to SQLite (``--store``), one committed row per problem and method, so an
+interrupted run resumes and recomputes nothing done; ``--rerun METHOD`` recomputes a method,
+``--retry-errors`` the rows that failed. A method is identified by its name and, for
+``--extra``, its expression: a changed expression under a stored name is refused unless the
+name is given to ``--rerun``, which then deletes the old rows.
+
+    python benchmarks/bench_detector.py run [--datasets BasicMotions ...] [--methods peers]
+        [--extra gak_knn='KernelNoveltyDetector(kernel=GAK(), scorer="knn")'] [--seeds 0]
+    python benchmarks/bench_detector.py report [--methods ours_default rockad ...]
+        [--write-docs docs/results_detector.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import sqlite3
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_STORE = REPO / "results" / "bench_detector.sqlite"
+MAX_CORPUS = 120
+MAX_TEST = 600
+EPS = 1e-4
+CLIP = 5.0
+MAX_LENGTH = 100  # pooling: window 1 + (T - 1) // 100
+BUILTIN = "builtin"  # the stored expression of a built-in method
+
+
+class CLIError(Exception):
+    """A bad command line or store state: printed as one line, no traceback."""
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("TSKERNELS_DATA")
+    return Path(env) if env else REPO.parent / "shared" / "data" / "uea"
+
+
+# -- problems --------------------------------------------------------------------------------
+@dataclass
+class Problem:
+    """One one-versus-rest problem: corpus of class ``cls``, test split, labels 1 = anomaly."""
+
+    dataset: str
+    cls: str
+    corpus: object  # (N, T, d) array or list of (T_i, d) arrays
+    test: object
+    y: np.ndarray  # (n_test,), 1 = anomaly
+    n_classes: int
+    seed: int
+    test_classes: np.ndarray = field(repr=False, default=None)
+
+
+def _take(X, idx):
+    idx = np.asarray(idx, dtype=int)
+    return X[idx] if isinstance(X, np.ndarray) else [X[i] for i in idx]
+
+
+def subsample_test(y: np.ndarray, max_test: int, seed: int) -> np.ndarray:
+    """Sorted indices of a class-stratified subsample of at most ``max_test`` series."""
+    n = len(y)
+    if n <= max_test:
+        return np.arange(n)
+    from sklearn.model_selection import train_test_split
+
+    keep, _ = train_test_split(np.arange(n), train_size=max_test, stratify=y, random_state=seed)
+    return np.sort(keep)
+
+
+def subsample_corpus(n: int, max_corpus: int, seed: int) -> np.ndarray:
+    """Sorted indices of at most ``max_corpus`` of ``n`` series, without replacement."""
+    if n <= max_corpus:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=max_corpus, replace=False))
+
+
+def build_problems(
+    X_train,
+    y_train,
+    X_test,
+    y_test,
+    dataset: str,
+    seed: int = 0,
+    classes: list[str] | None = None,
+    max_corpus: int = MAX_CORPUS,
+    max_test: int = MAX_TEST,
+) -> list[Problem]:
+    """The one-versus-rest problems of one data set (every class, or ``classes``)."""
+    y_train, y_test = np.asarray(y_train).astype(str), np.asarray(y_test).astype(str)
+    labels = sorted(set(y_train.tolist()), key=_natural)
+    if classes:
+        unknown = [c for c in classes if c not in labels]
+        if unknown:
+            raise CLIError(f"{dataset}: unknown class(es) {unknown}; classes are {labels}")
+        labels = [c for c in labels if c in classes]
+    t_idx = subsample_test(y_test, max_test, seed)
+    test, yt = _take(X_test, t_idx), y_test[t_idx]
+    out = []
+    for c in labels:
+        members = np.flatnonzero(y_train == c)
+        pick = members[subsample_corpus(len(members), max_corpus, seed)]
+        out.append(
+            Problem(
+                dataset=dataset,
+                cls=c,
+                corpus=_take(X_train, pick),
+                test=test,
+                y=(yt != c).astype(int),
+                n_classes=len(set(y_train.tolist())),
+                seed=seed,
+                test_classes=yt,
+            )
+        )
+    return out
+
+
+def _natural(label: str):
+    try:
+        return (0, float(label), label)
+    except ValueError:
+        return (1, 0.0, label)
+
+
+def load_problems(dataset: str, data_dir, seed: int = 0, classes=None, **kw) -> list[Problem]:
+    from experiments.data import load_uea
+
+    Xtr, ytr = load_uea(dataset, "train", data_dir=data_dir)
+    Xte, yte = load_uea(dataset, "test", data_dir=data_dir)
+    return build_problems(Xtr, ytr, Xte, yte, dataset, seed=seed, classes=classes, **kw)
+
+
+def list_datasets(data_dir) -> list[str]:
+    """Folders under ``data_dir`` that hold ``<Name>_TRAIN.ts``."""
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise CLIError(f"data directory {root} does not exist (set --data-dir or $TSKERNELS_DATA)")
+    return sorted(p.name for p in root.iterdir() if (p / f"{p.name}_TRAIN.ts").is_file())
+
+
+# -- the peers' input ------------------------------------------------------------------------
+def _lengths(X) -> list[int]:
+    return [X.shape[1]] * len(X) if isinstance(X, np.ndarray) else [len(x) for x in X]
+
+
+def resample_linear(x: np.ndarray, length: int) -> np.ndarray:
+    """One series (T, d) resampled linearly to ``length`` steps on [0, 1] (ends kept)."""
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) == length:
+        return x.copy()
+    if len(x) == 1:
+        return np.repeat(x, length, axis=0)
+    src, dst = np.linspace(0.0, 1.0, len(x)), np.linspace(0.0, 1.0, length)
+    return np.stack([np.interp(dst, src, x[:, j]) for j in range(x.shape[1])], axis=1)
+
+
+def to_length(X, length: int) -> np.ndarray:
+    """(n, length, d) array; series of another length are resampled linearly."""
+    if isinstance(X, np.ndarray) and X.shape[1] == length:
+        return np.asarray(X, dtype=np.float64)
+    return np.stack([resample_linear(x, length) for x in X])
+
+
+class Flattener:
+    """The PyOD input: resample to the corpus's maximum length (if lengths differ), average
+    pool (window ``1 + (T - 1) // 100``), z-score per (time step, channel) with corpus
+    statistics (eps 1e-4), clip to +-5, flatten to (n, T' d)."""
+
+    def fit(self, corpus) -> Flattener:
+        from tskernels.transforms import ZScore, pooling_window
+
+        self.length_ = max(_lengths(corpus))
+        self.window_ = pooling_window(self.length_, MAX_LENGTH)
+        self.zscore_ = ZScore(eps=EPS).fit(self._pooled(corpus))
+        return self
+
+    def _pooled(self, X) -> np.ndarray:
+        from tskernels.transforms import average_pool
+
+        return average_pool(to_length(X, self.length_), self.window_)
+
+    def transform(self, X) -> np.ndarray:
+        from tskernels.transforms import clip
+
+        Z = clip(self.zscore_.transform(self._pooled(X)), CLIP)
+        return Z.reshape(len(Z), -1)
+
+
+def flatten_pair(corpus, test) -> tuple[np.ndarray, np.ndarray]:
+    f = Flattener().fit(corpus)
+    return f.transform(corpus), f.transform(test)
+
+
+# -- methods ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Method:
+    """A benchmarked method: ``build(seed, n_corpus)`` gives an unfitted detector.
+
+    family: "ours" (raw series, score_samples/predict +-1), "rockad" or "pyod".
+    expr: the identity stored with the rows ("builtin", or an --extra expression).
+    one_by_one: score (and predict) each test series in a call of its own, for a detector
+    whose scores depend on the other series of the batch (PyOD's ECOD)."""
+
+    name: str
+    family: str
+    build: Callable[[int, int], object]
+    expr: str = BUILTIN
+    one_by_one: bool = False
+
+
+def _ours_default(seed: int, n: int):
+    from novelty import KernelNoveltyDetector
+
+    return KernelNoveltyDetector()
+
+
+def _ours_auto(seed: int, n: int):
+    from novelty import KernelNoveltyDetector
+
+    return KernelNoveltyDetector(kernel="auto", scorer="auto")
+
+
+def _rockad(seed: int, n: int):
+    from aeon.anomaly_detection.collection import ROCKAD
+
+    return ROCKAD(random_state=seed, n_neighbors=min(5, n))
+
+
+def _pyod(name: str) -> Callable[[int, int], object]:
+    def build(seed: int, n: int):
+        if name == "knn":
+            from pyod.models.knn import KNN
+
+            return KNN(n_neighbors=min(5, n - 1))
+        if name == "lof":
+            from pyod.models.lof import LOF
+
+            return LOF(n_neighbors=min(20, n - 1))
+        if name == "iforest":
+            from pyod.models.iforest import IForest
+
+            return IForest(random_state=seed)
+        if name == "ocsvm":
+            from pyod.models.ocsvm import OCSVM
+
+            return OCSVM()
+        from pyod.models.ecod import ECOD
+
+        return ECOD()
+
+    return build
+
+
+METHODS: dict[str, Method] = {
+    "ours_default": Method("ours_default", "ours", _ours_default),
+    "ours_auto": Method("ours_auto", "ours", _ours_auto),
+    "rockad": Method("rockad", "rockad", _rockad),
+    **{
+        f"pyod_{p}": Method(f"pyod_{p}", "pyod", _pyod(p), one_by_one=p == "ecod")
+        for p in ("knn", "iforest", "lof", "ocsvm", "ecod")
+    },
+}
+GROUPS = {
+    "ours": ["ours_default", "ours_auto"],
+    "peers": ["rockad"] + [m for m in METHODS if m.startswith("pyod_")],
+}
+
+
+def expr_namespace() -> dict:
+    """Names in scope of an --extra expression."""
+    import density
+    import novelty
+    import tskernels
+
+    ns: dict = {}
+    for mod in (tskernels, novelty):
+        ns.update({k: getattr(mod, k) for k in mod.__all__})
+    ns.update(np=np, novelty=novelty, tskernels=tskernels, density=density)
+    return ns
+
+
+def extra_method(name: str, expr: str) -> Method:
+    """An --extra method: ``expr`` evaluated afresh per problem (checked once here)."""
+    if not name.isidentifier():
+        raise CLIError(f"--extra {name}=...: the name must be an identifier")
+    if name in METHODS or name in GROUPS:
+        raise CLIError(f"--extra {name}=...: {name!r} is a built-in method or group name")
+    try:
+        code = compile(expr, f"<--extra {name}>", "eval")
+        eval(code, expr_namespace())  # noqa: S307 - the user's own expression, checked early
+    except Exception as exc:  # noqa: BLE001 - one-line CLI error
+        raise CLIError(f"--extra {name}: {type(exc).__name__}: {exc}") from None
+
+    def build(seed: int, n: int):
+        det = eval(code, expr_namespace())  # noqa: S307
+        params = det.get_params(deep=False) if hasattr(det, "get_params") else {}
+        if "random_state" in params and params["random_state"] is None:
+            det.set_params(random_state=seed)
+        return det
+
+    return Method(name, "ours", build, expr)
+
+
+def parse_extra(spec: str) -> Method:
+    name, sep, expr = spec.partition("=")
+    if not sep or not name.strip() or not expr.strip():
+        raise CLIError(f"--extra must be NAME=EXPR, got {spec!r}")
+    return extra_method(name.strip(), expr.strip())
+
+
+# -- evaluation ------------------------------------------------------------------------------
+def _auc_ap(y: np.ndarray, score: np.ndarray) -> tuple[float, float]:
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    score = np.asarray(score, dtype=np.float64).ravel()
+    if score.shape != y.shape:
+        raise ValueError(f"{score.shape[0]} scores for {y.shape[0]} test series")
+    if not np.isfinite(score).all():
+        raise FloatingPointError(f"{int((~np.isfinite(score)).sum())} non-finite scores")
+    return float(roc_auc_score(y, score)), float(average_precision_score(y, score))
+
+
+def _nominal_rate(det) -> float | None:
+    """``contamination`` if the detector has a numeric one, else ``1 - quantile``, else None."""
+    from numbers import Real
+
+    c = getattr(det, "contamination", None)
+    if isinstance(c, Real) and not isinstance(c, bool):
+        return float(c)
+    q = getattr(det, "quantile", None)
+    if isinstance(q, Real) and not isinstance(q, bool):
+        return 1.0 - float(q)
+    return None
+
+
+def evaluate(method: Method, prob: Problem) -> dict:
+    """Fit on the corpus, score the test set: the metrics of one row (raises on failure)."""
+    n = len(prob.corpus)
+    normal = prob.y == 0
+    far = nominal = None
+    t0 = time.perf_counter()
+    if method.family == "ours":
+        det = method.build(prob.seed, n)
+        det.fit(prob.corpus)
+        t1 = time.perf_counter()
+        score = -np.asarray(det.score_samples(prob.test), dtype=np.float64)
+        pred = np.asarray(det.predict(prob.test))
+        t2 = time.perf_counter()
+        far = float(np.mean(pred[normal] == -1))
+        nominal = _nominal_rate(det)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            det = method.build(prob.seed, n)
+            if method.family == "rockad":
+                length = max(_lengths(prob.corpus))
+                det.fit(to_length(prob.corpus, length).transpose(0, 2, 1))
+                t1 = time.perf_counter()
+                score = det.predict(to_length(prob.test, length).transpose(0, 2, 1))
+                t2 = time.perf_counter()
+            else:
+                flat = Flattener().fit(prob.corpus)
+                det.fit(flat.transform(prob.corpus))
+                t1 = time.perf_counter()
+                Ft = flat.transform(prob.test)
+                if method.one_by_one:
+                    rows = [Ft[i : i + 1] for i in range(len(Ft))]
+                    score = np.concatenate([det.decision_function(r) for r in rows])
+                    pred = np.concatenate([det.predict(r) for r in rows])
+                else:
+                    score = det.decision_function(Ft)
+                    pred = np.asarray(det.predict(Ft))
+                t2 = time.perf_counter()
+                far, nominal = float(np.mean(pred[normal] == 1)), float(det.contamination)
+    auc, ap = _auc_ap(prob.y, score)
+    params = det.get_params(deep=False) if hasattr(det, "get_params") else {}
+    return dict(
+        auc=auc,
+        ap=ap,
+        far=far,
+        far_nominal=None if nominal is None else float(nominal),
+        fit_s=t1 - t0,
+        score_s=t2 - t1,
+        params=json.dumps({k: repr(v) for k, v in params.items()}),
+    )
+
+
+# -- storage ---------------------------------------------------------------------------------
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS methods (method TEXT PRIMARY KEY, expr TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS results (
+        dataset TEXT NOT NULL, class TEXT NOT NULL, method TEXT NOT NULL, seed INTEGER NOT NULL,
+        n_classes INTEGER, auc REAL, ap REAL, far REAL, far_nominal REAL, fit_s REAL,
+        score_s REAL, n_corpus INTEGER, n_test INTEGER, error TEXT, params TEXT, expr TEXT,
+        git_rev TEXT, finished REAL,
+        PRIMARY KEY (dataset, class, method, seed))""",
+]
+COLUMNS = (
+    "dataset class method seed n_classes auc ap far far_nominal fit_s score_s n_corpus n_test "
+    "error params expr git_rev finished"
+).split()
+
+
+def open_store(path) -> sqlite3.Connection:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    for stmt in SCHEMA:
+        con.execute(stmt)
+    con.commit()
+    return con
+
+
+def check_settings(con: sqlite3.Connection, settings: dict) -> None:
+    """The subsampling limits are part of every row's problem: refuse to mix them."""
+    stored = dict(con.execute("SELECT key, value FROM meta"))
+    for k, v in settings.items():
+        if k in stored and stored[k] != str(v):
+            raise CLIError(
+                f"the store was made with --{k.replace('_', '-')} {stored[k]}, not {v}: "
+                "use the same value or another --store"
+            )
+    con.executemany(
+        "INSERT OR IGNORE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in settings.items()]
+    )
+    con.commit()
+
+
+def register_methods(con: sqlite3.Connection, methods: list[Method], rerun: set[str]) -> None:
+    """Record each method's identity; a changed expression is refused unless in ``rerun``,
+    which deletes the method's old rows. Rows of a rerun method are replaced as they come."""
+    stored = dict(con.execute("SELECT method, expr FROM methods"))
+    for m in methods:
+        old = stored.get(m.name)
+        if old is not None and old != m.expr:
+            if m.name not in rerun:
+                raise CLIError(
+                    f"method {m.name!r} is stored with expression {old!r}, now {m.expr!r}: "
+                    f"use another name, or --rerun {m.name} to replace its rows"
+                )
+            con.execute("DELETE FROM results WHERE method = ?", (m.name,))
+        con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?)", (m.name, m.expr))
+    con.commit()
+
+
+def done_keys(con: sqlite3.Connection, retry_errors: bool = False) -> set[tuple]:
+    q = "SELECT dataset, class, method, seed FROM results"
+    if retry_errors:
+        q += " WHERE error IS NULL"
+    return {tuple(r) for r in con.execute(q)}
+
+
+def write_row(con: sqlite3.Connection, row: dict) -> None:
+    con.execute(
+        f"INSERT OR REPLACE INTO results ({', '.join(COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(COLUMNS))})",
+        [row.get(c) for c in COLUMNS],
+    )
+    con.commit()
+
+
+def git_rev() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=False,
+        )
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+# -- run -------------------------------------------------------------------------------------
+def resolve_methods(names: list[str] | None, extras: list[Method]) -> list[Method]:
+    table = {**METHODS, **{m.name: m for m in extras}}
+    if len(table) < len(METHODS) + len(extras):
+        raise CLIError("--extra names must be distinct")
+    if not names:
+        return list(table.values())
+    out: list[str] = []
+    for n in names:
+        if n in GROUPS:
+            out.extend(GROUPS[n])
+        elif n in table:
+            out.append(n)
+        else:
+            raise CLIError(
+                f"unknown method {n!r}; available: {', '.join(table)} (groups: {', '.join(GROUPS)})"
+            )
+    return [table[n] for n in dict.fromkeys(out)]
+
+
+def run_benchmark(
+    datasets: list[str],
+    methods: list[Method],
+    store,
+    data_dir,
+    seeds: list[int] = (0,),
+    classes: list[str] | None = None,
+    rerun: list[str] = (),
+    retry_errors: bool = False,
+    max_corpus: int = MAX_CORPUS,
+    max_test: int = MAX_TEST,
+    loader: Callable | None = None,
+    log=print,
+) -> int:
+    """Run (or resume) every (data set, class, method, seed) not done; returns rows written.
+
+    ``loader(dataset, data_dir, seed, classes, max_corpus=, max_test=)`` -> problems (default
+    ``load_problems``)."""
+    loader = loader or load_problems
+    rerun = set(rerun)
+    unknown = rerun - {m.name for m in methods}
+    if unknown:
+        raise CLIError(f"--rerun {', '.join(sorted(unknown))}: not among the methods to run")
+    con = open_store(store)
+    try:
+        check_settings(con, {"max_corpus": max_corpus, "max_test": max_test})
+        register_methods(con, methods, rerun)
+        done = done_keys(con, retry_errors)
+        rev, written, fresh = git_rev(), 0, set()  # fresh: keys rerun in this call
+        for seed in seeds:
+            for ds in datasets:
+                problems = loader(
+                    ds, data_dir, seed, classes, max_corpus=max_corpus, max_test=max_test
+                )
+                for prob in problems:
+                    for m in methods:
+                        key = (ds, prob.cls, m.name, seed)
+                        if key in fresh or (key in done and m.name not in rerun):
+                            continue
+                        row = dict(
+                            dataset=ds,
+                            **{"class": prob.cls},
+                            method=m.name,
+                            seed=seed,
+                            n_classes=prob.n_classes,
+                            n_corpus=len(prob.corpus),
+                            n_test=len(prob.test),
+                            expr=m.expr,
+                            git_rev=rev,
+                        )
+                        try:
+                            row.update(evaluate(m, prob))
+                            msg = (
+                                f"AUC {row['auc']:.3f}  FAR {_fmt(row['far'], '.2f')}"
+                                f"  fit {row['fit_s']:.2f}s  score {row['score_s']:.2f}s"
+                            )
+                        except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+                            first = (str(exc).strip().splitlines() or [""])[0]
+                            row["error"] = f"{type(exc).__name__}: {first}"[:500]
+                            msg = f"ERROR {row['error']}"
+                        row["finished"] = time.time()
+                        write_row(con, row)
+                        fresh.add(key)
+                        written += 1
+                        log(f"{ds} [{prob.cls}] seed {seed} {m.name}: {msg}")
+        return written
+    finally:
+        con.close()
+
+
+def _fmt(v, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+# -- report ----------------------------------------------------------------------------------
+def fetch_rows(store, seeds: list[int] | None = None) -> list[dict]:
+    path = Path(store)
+    if not path.is_file():
+        raise CLIError(f"no store at {path}: run the benchmark first")
+    con = sqlite3.connect(path)
+    con.row_factory = sqlite3.Row
+    try:
+        rows = [dict(r) for r in con.execute("SELECT * FROM results")]
+    finally:
+        con.close()
+    return [r for r in rows if seeds is None or r["seed"] in seeds]
+
+
+def _method_order(names) -> list[str]:
+    builtin = [m for m in METHODS if m in names]
+    return builtin + sorted(set(names) - set(builtin))
+
+
+def summarize(rows: list[dict], methods: list[str] | None = None) -> dict:
+    """Per data set and method: mean ROC-AUC over classes (and seeds) where complete.
+
+    A (data set, method) is complete when every (class, seed) of the data set has an AUC
+    (classes counted from ``n_classes``, seeds from the rows of any shown method there). Only
+    data sets complete for every shown method enter the mean, the mean rank (rank 1 = highest
+    AUC, ties averaged) and the second table (mean |FAR - nominal| over problems with corpus
+    size >= 20, median fit seconds)."""
+    from scipy.stats import rankdata
+
+    methods = methods or _method_order({r["method"] for r in rows})
+    rows = [r for r in rows if r["method"] in methods]
+    datasets = sorted({r["dataset"] for r in rows})
+    auc: dict = {}
+    n_classes: dict = {}
+    seeds: dict = {}
+    for r in rows:
+        n_classes[r["dataset"]] = r["n_classes"]
+        seeds.setdefault(r["dataset"], set()).add(r["seed"])
+        if r["auc"] is not None:
+            auc.setdefault((r["dataset"], r["method"]), {})[(r["class"], r["seed"])] = r["auc"]
+    cell, progress = {}, {}
+    for d in datasets:
+        need = n_classes[d] * len(seeds[d])
+        for m in methods:
+            got = auc.get((d, m), {})
+            progress[(d, m)] = (len(got), need)
+            if len(got) >= need:
+                cell[(d, m)] = float(np.mean(list(got.values())))
+    complete = [d for d in datasets if all((d, m) in cell for m in methods)]
+    mean = {
+        m: float(np.mean([cell[(d, m)] for d in complete])) if complete else None for m in methods
+    }
+    ranks = {m: [] for m in methods}
+    for d in complete:
+        for m, r in zip(methods, rankdata([-cell[(d, m)] for m in methods])):
+            ranks[m].append(float(r))
+    mean_rank = {m: float(np.mean(ranks[m])) if ranks[m] else None for m in methods}
+    in_complete = [r for r in rows if r["dataset"] in complete and r["auc"] is not None]
+    far_gap, fit_med = {}, {}
+    for m in methods:
+        mine = [r for r in in_complete if r["method"] == m]
+        gaps = [
+            abs(r["far"] - r["far_nominal"])
+            for r in mine
+            if r["n_corpus"] >= 20 and r["far"] is not None and r["far_nominal"] is not None
+        ]
+        far_gap[m] = (float(np.mean(gaps)) if gaps else None, len(gaps))
+        fit_med[m] = float(np.median([r["fit_s"] for r in mine])) if mine else None
+    return dict(
+        methods=methods,
+        datasets=datasets,
+        complete=complete,
+        cell=cell,
+        progress=progress,
+        mean=mean,
+        mean_rank=mean_rank,
+        far_gap=far_gap,
+        fit_median=fit_med,
+    )
+
+
+def report_markdown(rows: list[dict], methods: list[str] | None = None) -> str:
+    s = summarize(rows, methods)
+    ms = s["methods"]
+    if not ms or not s["datasets"]:
+        return "no results yet"
+    lines = [
+        "Mean ROC-AUC over the classes of each data set (anomaly = any other class); "
+        "`k/n`: classes done so far.",
+        "",
+        "| data set | " + " | ".join(ms) + " |",
+        "|---" * (len(ms) + 1) + "|",
+    ]
+    for d in s["datasets"]:
+        vals = [s["cell"].get((d, m)) for m in ms]
+        best = max(vals) if d in s["complete"] and len(ms) > 1 else None
+        cells = []
+        for m, v in zip(ms, vals):
+            if v is None:
+                got, need = s["progress"][(d, m)]
+                cells.append(f"{got}/{need}")
+            else:
+                cells.append(f"**{v:.3f}**" if v == best else f"{v:.3f}")
+        lines.append(f"| {d} | " + " | ".join(cells) + " |")
+    lines.append("| **mean** | " + " | ".join(_fmt(s["mean"][m], ".3f") for m in ms) + " |")
+    lines.append(
+        "| **mean rank** | " + " | ".join(_fmt(s["mean_rank"][m], ".2f") for m in ms) + " |"
+    )
+    left = [d for d in s["datasets"] if d not in s["complete"]]
+    lines += [
+        "",
+        f"Mean and rank over {len(s['complete'])} data set(s)"
+        + (f"; left out (not complete for every method): {', '.join(left)}." if left else "."),
+        "",
+        "| method | mean abs(false alarm - nominal), corpus >= 20 | problems | median fit s |",
+        "|---|---|---|---|",
+    ]
+    for m in ms:
+        gap, k = s["far_gap"][m]
+        lines.append(f"| {m} | {_fmt(gap, '.3f')} | {k} | {_fmt(s['fit_median'][m], '.2f')} |")
+    return "\n".join(lines)
+
+
+def docs_header(argv: list[str], datasets: list[str]) -> str:
+    cmd = "python benchmarks/bench_detector.py " + " ".join(shlex.quote(a) for a in argv)
+    return "\n".join(
+        [
+            "# Detector benchmark: KernelNoveltyDetector vs ROCKAD vs PyOD",
+            "",
+            f"Produced by `{cmd}` on {datetime.date.today().isoformat()}, machine: "
+            f"{os.cpu_count()} cores ({platform.machine()}, {platform.system()}), from the store "
+            "written by `python benchmarks/bench_detector.py run` (protocol in that script's "
+            "docstring: one-versus-rest per class, corpus <= 120 training series of the class, "
+            "test <= 600 series of the test split, ROC-AUC with the anomaly as positive).",
+            "",
+            f"Data sets: {', '.join(datasets)}.",
+            "",
+        ]
+    )
+
+
+# -- CLI -------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python benchmarks/bench_detector.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="action", required=True)
+    r = sub.add_parser("run", help="run (or resume) the benchmark")
+    r.add_argument("--datasets", nargs="+", default=None)
+    r.add_argument("--classes", nargs="+", default=None, help="only these classes (labels)")
+    r.add_argument("--methods", nargs="+", default=None, help="names or groups (ours, peers)")
+    r.add_argument("--extra", action="append", default=[], metavar="NAME=EXPR")
+    r.add_argument("--seeds", nargs="+", type=int, default=[0])
+    r.add_argument("--data-dir", default=None, help="default $TSKERNELS_DATA or ../shared/data/uea")
+    r.add_argument("--store", default=str(DEFAULT_STORE))
+    r.add_argument("--max-corpus", type=int, default=MAX_CORPUS)
+    r.add_argument("--max-test", type=int, default=MAX_TEST)
+    r.add_argument("--rerun", nargs="+", default=[], metavar="METHOD")
+    r.add_argument("--retry-errors", action="store_true", help="recompute rows that failed")
+    r.add_argument("--threads", type=int, default=None, help="torch/numba/BLAS threads")
+    q = sub.add_parser("report", help="print the markdown tables")
+    q.add_argument("--store", default=str(DEFAULT_STORE))
+    q.add_argument("--methods", nargs="+", default=None, help="columns, in this order")
+    q.add_argument("--seeds", nargs="+", type=int, default=[0])
+    q.add_argument("--write-docs", default=None, metavar="PATH")
+    return p
+
+
+def _set_threads(n: int) -> None:
+    if n < 1:
+        raise CLIError(f"--threads must be >= 1, got {n}")
+    import numba
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(n)
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    threadpool_limits(n)
+
+
+def _cli_run(args) -> None:
+    for k in ("max_corpus", "max_test"):
+        if getattr(args, k) < 1:
+            raise CLIError(f"--{k.replace('_', '-')} must be >= 1, got {getattr(args, k)}")
+    if args.threads is not None:
+        _set_threads(args.threads)
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    available = list_datasets(data_dir)
+    datasets = args.datasets or available
+    missing = [d for d in datasets if d not in available]
+    if missing:
+        raise CLIError(f"unknown data set(s) {missing} in {data_dir}; available: {available}")
+    if not datasets:
+        raise CLIError(f"no data sets in {data_dir}")
+    extras = [parse_extra(e) for e in args.extra]
+    methods = resolve_methods(args.methods, extras)
+    n = run_benchmark(
+        datasets,
+        methods,
+        args.store,
+        data_dir,
+        seeds=args.seeds,
+        classes=args.classes,
+        rerun=args.rerun,
+        retry_errors=args.retry_errors,
+        max_corpus=args.max_corpus,
+        max_test=args.max_test,
+    )
+    print(f"{n} row(s) written to {args.store}")
+
+
+def _cli_report(args, argv: list[str]) -> None:
+    rows = fetch_rows(args.store, args.seeds)
+    if args.methods:
+        stored = {r["method"] for r in rows}
+        unknown = [m for m in args.methods if m not in stored]
+        if unknown:
+            raise CLIError(f"no rows for method(s) {unknown} (seeds {args.seeds}) in {args.store}")
+    text = report_markdown(rows, args.methods)
+    print(text)
+    if args.write_docs:
+        datasets = sorted({r["dataset"] for r in rows})
+        Path(args.write_docs).write_text(docs_header(argv, datasets) + "\n" + text + "\n")
+        print(f"written to {args.write_docs}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    try:
+        if args.action == "run":
+            _cli_run(args)
+        else:
+            _cli_report(args, argv)
+    except (CLIError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

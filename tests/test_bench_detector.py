@@ -1,0 +1,443 @@
+"""Tests of the detector benchmark harness (benchmarks/bench_detector.py) on tiny synthetic data."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_detector.py"
+_spec = importlib.util.spec_from_file_location("bench_detector", _PATH)
+bd = importlib.util.module_from_spec(_spec)
+sys.modules["bench_detector"] = bd
+_spec.loader.exec_module(bd)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def toy_split(seed: int, per_class: dict, T: int = 12, d: int = 2):
+    """(X, y): class k is Gaussian noise shifted by 3 k."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for k, (label, n) in enumerate(per_class.items()):
+        X.append(rng.normal(size=(n, T, d)) + 3.0 * k)
+        y += [label] * n
+    return np.concatenate(X), np.array(y)
+
+
+def write_ts(root: Path, name: str, X: np.ndarray, y: np.ndarray, fold: str) -> None:
+    from sktime.datasets import write_ndarray_to_tsfile
+
+    write_ndarray_to_tsfile(
+        X.transpose(0, 2, 1),
+        str(root),
+        problem_name=name,
+        class_label=sorted(set(y.tolist())),
+        class_value_list=y,
+        equal_length=True,
+        series_length=X.shape[1],
+        fold=fold,
+    )
+
+
+@pytest.fixture
+def toy_dir(tmp_path):
+    """Two tiny data sets on disk, in <root>/<Name>/<Name>_{TRAIN,TEST}.ts."""
+    root = tmp_path / "uea"
+    for i, name in enumerate(["ToyA", "ToyB"]):
+        Xtr, ytr = toy_split(10 * i, {"a": 8, "b": 7})
+        Xte, yte = toy_split(10 * i + 1, {"a": 6, "b": 5})
+        write_ts(root, name, Xtr, ytr, "_TRAIN")
+        write_ts(root, name, Xte, yte, "_TEST")
+    return root
+
+
+class MeanDistance:
+    """A stub detector on raw series: distance to the corpus mean; threshold at a quantile."""
+
+    calls = 0
+
+    def __init__(self, quantile=0.9, fail=False):
+        self.quantile, self.fail = quantile, fail
+
+    def fit(self, X):
+        MeanDistance.calls += 1
+        if self.fail:
+            raise RuntimeError("boom\nsecond line")
+        X = np.asarray(X)
+        self.mean_ = X.mean(0)
+        self.offset_ = np.quantile(self.score_samples(X), 1 - self.quantile)
+        return self
+
+    def score_samples(self, X):
+        return -np.sqrt(((np.asarray(X) - self.mean_) ** 2).sum(axis=(1, 2)))
+
+    def predict(self, X):
+        return np.where(self.score_samples(X) >= self.offset_, 1, -1)
+
+
+def stub(name: str, **kw) -> bd.Method:
+    return bd.Method(name, "ours", lambda seed, n: MeanDistance(**kw), expr=f"stub {name}")
+
+
+def rows(store) -> list[dict]:
+    con = sqlite3.connect(store)
+    con.row_factory = sqlite3.Row
+    out = [dict(r) for r in con.execute("SELECT * FROM results ORDER BY dataset, class, method")]
+    con.close()
+    return out
+
+
+# -- problems --------------------------------------------------------------------------------
+def test_problems_labels_and_subsample_sizes():
+    Xtr, ytr = toy_split(0, {"1": 30, "2": 12, "3": 5})
+    Xte, yte = toy_split(1, {"1": 60, "2": 30, "3": 10})
+    probs = bd.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=3, max_corpus=10, max_test=50)
+    assert [p.cls for p in probs] == ["1", "2", "3"]
+    for p in probs:
+        assert p.n_classes == 3
+        # corpus: training series of the class only, at most 10, without replacement
+        assert len(p.corpus) == min(10, int((ytr == p.cls).sum()))
+        member = [any(np.array_equal(c, x) for x in Xtr[ytr == p.cls]) for c in p.corpus]
+        assert all(member)
+        assert len({c.tobytes() for c in p.corpus}) == len(p.corpus)
+        # test: 50 series, label 1 = another class
+        assert len(p.test) == 50
+        np.testing.assert_array_equal(p.y, (p.test_classes != p.cls).astype(int))
+    # stratified: class shares of the test split kept (60:30:10 -> 30:15:5)
+    _, counts = np.unique(probs[0].test_classes, return_counts=True)
+    np.testing.assert_array_equal(counts, [30, 15, 5])
+    # same test set for every class; the subsample follows the seed
+    assert all(np.array_equal(p.test, probs[0].test) for p in probs)
+    again = bd.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=3, max_corpus=10, max_test=50)
+    other = bd.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=4, max_corpus=10, max_test=50)
+    assert np.array_equal(again[0].corpus, probs[0].corpus)
+    assert not np.array_equal(other[0].corpus, probs[0].corpus)
+    assert not np.array_equal(other[0].test, probs[0].test)
+
+
+def test_problems_unequal_lengths_and_class_selection():
+    rng = np.random.default_rng(0)
+    Xtr = [rng.normal(size=(T, 3)) for T in rng.integers(5, 15, size=9)]
+    ytr = np.array(list("aaabbbccc"))
+    Xte = [rng.normal(size=(T, 3)) for T in rng.integers(5, 15, size=6)]
+    yte = np.array(list("abcabc"))
+    probs = bd.build_problems(Xtr, ytr, Xte, yte, "U", classes=["c"], max_corpus=2)
+    assert len(probs) == 1 and probs[0].cls == "c" and probs[0].n_classes == 3
+    assert isinstance(probs[0].corpus, list) and len(probs[0].corpus) == 2
+    assert all(any(c is x for x in Xtr[6:]) for c in probs[0].corpus)
+    np.testing.assert_array_equal(probs[0].y, [1, 1, 0, 1, 1, 0])
+    with pytest.raises(bd.CLIError, match="unknown class"):
+        bd.build_problems(Xtr, ytr, Xte, yte, "U", classes=["z"])
+
+
+def test_load_problems_reads_ts_files(toy_dir):
+    probs = bd.load_problems("ToyA", toy_dir, seed=0)
+    Xte, yte = toy_split(1, {"a": 6, "b": 5})
+    assert [p.cls for p in probs] == ["a", "b"]
+    np.testing.assert_allclose(probs[0].test, Xte)
+    np.testing.assert_array_equal(probs[1].y, (yte != "b").astype(int))
+    assert bd.list_datasets(toy_dir) == ["ToyA", "ToyB"]
+
+
+# -- the peers' input ------------------------------------------------------------------------
+def brute_flatten(corpus, test):
+    """Loops: resample to the corpus max length, pool, z-score per (t, channel), clip, flatten."""
+
+    def resample(x, L):
+        T = len(x)
+        out = np.empty((L, x.shape[1]))
+        for i in range(L):
+            pos = i * (T - 1) / (L - 1)
+            lo = min(int(np.floor(pos)), T - 2)
+            w = pos - lo
+            out[i] = (1 - w) * x[lo] + w * x[lo + 1]
+        return out
+
+    L = max(len(x) for x in corpus)
+    win = 1 + (L - 1) // 100
+
+    def prep(x):
+        x = resample(x, L) if len(x) != L else np.asarray(x, float)
+        k = L // win
+        return np.array([x[j * win : (j + 1) * win].mean(0) for j in range(k)])
+
+    C = [prep(x) for x in corpus]
+    k, d = C[0].shape
+    mu, sd = np.zeros((k, d)), np.zeros((k, d))
+    for t in range(k):
+        for c in range(d):
+            v = np.array([x[t, c] for x in C])
+            mu[t, c] = v.sum() / len(v)
+            sd[t, c] = np.sqrt(((v - mu[t, c]) ** 2).sum() / len(v))
+
+    def z(x):
+        out = np.empty_like(x)
+        for t in range(k):
+            for c in range(d):
+                out[t, c] = min(5.0, max(-5.0, (x[t, c] - mu[t, c]) / (sd[t, c] + 1e-4)))
+        return out.reshape(-1)
+
+    return np.array([z(x) for x in C]), np.array([z(prep(x)) for x in test])
+
+
+@pytest.mark.parametrize("T", [30, 100, 101, 250])
+def test_flatten_matches_brute_force(T):
+    rng = np.random.default_rng(T)
+    corpus = rng.normal(size=(7, T, 3)) * rng.uniform(0.1, 3, size=(1, T, 3))
+    test = rng.normal(size=(5, T, 3)) * 4  # far values: the clip is exercised
+    Fc, Ft = bd.flatten_pair(corpus, test)
+    Bc, Bt = brute_flatten(corpus, test)
+    assert Fc.shape == (7, (T // (1 + (T - 1) // 100)) * 3)
+    np.testing.assert_allclose(Fc, Bc, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Ft, Bt, rtol=1e-12, atol=1e-12)
+    assert np.abs(Ft).max() == 5.0
+
+
+def test_flatten_unequal_lengths_matches_brute_force():
+    rng = np.random.default_rng(1)
+    corpus = [rng.normal(size=(T, 2)) for T in (9, 14, 11, 14, 7)]
+    test = [rng.normal(size=(T, 2)) for T in (5, 14, 20, 1)]
+    Fc, Ft = bd.flatten_pair(corpus, test)
+    assert Fc.shape == (5, 28) and Ft.shape == (4, 28)
+    Bc, Bt = brute_flatten(corpus, test[:3])
+    np.testing.assert_allclose(Fc, Bc, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Ft[:3], Bt, rtol=1e-12, atol=1e-12)
+    # a one-step series becomes constant at its value
+    one = bd.resample_linear(test[3], 14)
+    assert np.all(one == test[3][0])
+
+
+# -- methods ---------------------------------------------------------------------------------
+def obvious_problem(N=12, T=20, seed=0):
+    rng = np.random.default_rng(seed)
+    corpus = rng.normal(size=(N, T, 2))
+    test = np.concatenate([rng.normal(size=(6, T, 2)), rng.normal(size=(6, T, 2)) + 8.0])
+    y = np.r_[np.zeros(6, int), np.ones(6, int)]
+    return bd.Problem("Obv", "n", corpus, test, y, n_classes=2, seed=seed)
+
+
+@pytest.mark.parametrize("name", [m for m in bd.METHODS if m.startswith("pyod_")])
+@pytest.mark.parametrize("N", [4, 12])
+def test_pyod_methods_on_an_obvious_problem(name, N):
+    out = bd.evaluate(bd.METHODS[name], obvious_problem(N=N))
+    assert out["auc"] == 1.0 and out["ap"] == 1.0
+    assert out["far_nominal"] == 0.1 and 0.0 <= out["far"] <= 1.0
+    assert out["fit_s"] >= 0 and out["score_s"] >= 0
+
+
+def test_rockad_scores_outliers_higher():
+    """aeon's ROCKAD.predict is an anomaly score (higher = more anomalous); corpus of 4 < 5
+    neighbours works (n_neighbors = min(5, N))."""
+    out = bd.evaluate(bd.METHODS["rockad"], obvious_problem(N=12))
+    assert out["auc"] == 1.0 and out["far"] is None and out["far_nominal"] is None
+    small = bd.evaluate(bd.METHODS["rockad"], obvious_problem(N=4))
+    assert json.loads(small["params"])["n_neighbors"] == "4"
+
+
+def test_ours_family_contract():
+    out = bd.evaluate(stub("s", quantile=0.8), obvious_problem())
+    assert out["auc"] == 1.0 and out["far_nominal"] == pytest.approx(0.2)
+    det = MeanDistance(quantile=0.8).fit(obvious_problem().corpus)
+    pred = det.predict(obvious_problem().test[:6])
+    assert out["far"] == pytest.approx(np.mean(pred == -1))
+
+
+def test_extra_expression_namespace_and_errors():
+    m = bd.parse_extra("lin = KernelNoveltyDetector(kernel=FlattenedKernel(Linear()))")
+    assert m.name == "lin" and m.family == "ours" and m.expr.startswith("KernelNoveltyDetector(")
+    det = m.build(0, 10)
+    assert type(det).__name__ == "KernelNoveltyDetector"
+    assert m.build(0, 10) is not det  # a fresh detector per problem
+    for bad, msg in [
+        ("noequals", "NAME=EXPR"),
+        ("rockad=np.zeros(1)", "built-in"),
+        ("x=Nope()", "NameError"),
+        ("1x=np.zeros(1)", "identifier"),
+    ]:
+        with pytest.raises(bd.CLIError, match=msg):
+            bd.parse_extra(bad)
+    names = [m.name for m in bd.resolve_methods(["peers", "pyod_knn"], [])]
+    assert names == ["rockad", "pyod_knn", "pyod_iforest", "pyod_lof", "pyod_ocsvm", "pyod_ecod"]
+
+
+# -- store: resume, failures, identities -----------------------------------------------------
+def fake_loader(seed_offset=0):
+    def load(ds, data_dir, seed, classes, max_corpus, max_test):
+        Xtr, ytr = toy_split(seed + seed_offset, {"a": 6, "b": 5, "c": 5})
+        Xte, yte = toy_split(seed + 1, {"a": 4, "b": 4, "c": 4})
+        return bd.build_problems(Xtr, ytr, Xte, yte, ds, seed, classes, max_corpus, max_test)
+
+    return load
+
+
+def test_failing_method_recorded_and_run_goes_on(tmp_path):
+    store = tmp_path / "s.sqlite"
+    methods = [stub("bad", fail=True), stub("good")]
+    log = []
+    n = bd.run_benchmark(["D"], methods, store, None, loader=fake_loader(), log=log.append)
+    assert n == 6 and len(log) == 6
+    got = rows(store)
+    bad = [r for r in got if r["method"] == "bad"]
+    good = [r for r in got if r["method"] == "good"]
+    assert len(bad) == 3 and all(r["error"] == "RuntimeError: boom" for r in bad)
+    assert all(r["auc"] is None for r in bad)
+    assert len(good) == 3 and all(r["error"] is None and r["auc"] == 1.0 for r in good)
+    assert {r["n_corpus"] for r in good} == {5, 6} and {r["n_test"] for r in good} == {12}
+
+
+def test_resume_recomputes_nothing_done(tmp_path):
+    store = tmp_path / "s.sqlite"
+    kw = dict(loader=fake_loader(), log=lambda s: None)
+    methods = [stub("m1"), stub("m2")]
+
+    class Interrupt(BaseException):
+        pass
+
+    calls = {"n": 0}
+
+    def stop_third(line):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        bd.run_benchmark(["D"], methods, store, None, loader=fake_loader(), log=stop_third)
+    assert len(rows(store)) == 3  # committed before the interruption
+    before = {(r["class"], r["method"]): r["finished"] for r in rows(store)}
+    MeanDistance.calls = 0
+    assert bd.run_benchmark(["D"], methods, store, None, **kw) == 3
+    assert MeanDistance.calls == 3
+    after = {(r["class"], r["method"]): r["finished"] for r in rows(store)}
+    assert all(after[k] == v for k, v in before.items()) and len(after) == 6
+    MeanDistance.calls = 0
+    assert bd.run_benchmark(["D"], methods, store, None, **kw) == 0
+    assert MeanDistance.calls == 0
+    # --rerun recomputes that method only
+    assert bd.run_benchmark(["D"], methods, store, None, rerun=["m2"], **kw) == 3
+    assert MeanDistance.calls == 3
+    # --retry-errors: only failed rows
+    bd.run_benchmark(["D"], [stub("m3", fail=True)], store, None, **kw)
+    MeanDistance.calls = 0
+    assert bd.run_benchmark(["D"], methods + [stub("m3")], store, None, **kw) == 0
+    n = bd.run_benchmark(["D"], methods + [stub("m3")], store, None, retry_errors=True, **kw)
+    assert n == 3 and MeanDistance.calls == 3
+
+
+def test_changed_subsample_limits_refused(tmp_path):
+    store = tmp_path / "s.sqlite"
+    kw = dict(loader=fake_loader(), log=lambda s: None)
+    bd.run_benchmark(["D"], [stub("m")], store, None, **kw)
+    with pytest.raises(bd.CLIError, match="max-corpus 120, not 3"):
+        bd.run_benchmark(["D"], [stub("m")], store, None, max_corpus=3, **kw)
+
+
+def test_changed_extra_expression_does_not_mix(toy_dir, tmp_path, capsys):
+    store = str(tmp_path / "s.sqlite")
+    base = ["run", "--data-dir", str(toy_dir), "--store", store, "--methods", "e"]
+    e1 = "e=KernelNoveltyDetector(kernel=FlattenedKernel(Linear()), scorer='mean_embedding')"
+    e2 = "e=KernelNoveltyDetector(kernel=FlattenedKernel(Linear()), scorer='knn')"
+    assert bd.main(base + ["--extra", e1]) == 0
+    first = rows(store)
+    assert len(first) == 4 and {r["expr"] for r in first} == {e1[2:]}
+    capsys.readouterr()
+    # same name, changed expression: refused in one line, nothing written
+    assert bd.main(base + ["--extra", e2, "--datasets", "ToyB"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--rerun e" in err and "Traceback" not in err
+    assert rows(store) == first
+    # --rerun replaces: the old rows go, also on data sets not rerun now
+    assert bd.main(base + ["--extra", e2, "--datasets", "ToyB", "--rerun", "e"]) == 0
+    now = rows(store)
+    assert len(now) == 2 and {r["dataset"] for r in now} == {"ToyB"}
+    assert {r["expr"] for r in now} == {e2[2:]}
+    # the same expression again: resumes, nothing recomputed
+    assert bd.main(base + ["--extra", e2]) == 0
+    assert "2 row(s) written" in capsys.readouterr().out
+
+
+def test_cli_errors_are_one_line(toy_dir, tmp_path, capsys):
+    store = str(tmp_path / "s.sqlite")
+    cases = [
+        ["run", "--data-dir", str(toy_dir), "--datasets", "Nope", "--store", store],
+        ["run", "--data-dir", str(toy_dir), "--methods", "nope", "--store", store],
+        ["run", "--data-dir", str(tmp_path / "missing"), "--store", store],
+        ["run", "--data-dir", str(toy_dir), "--methods", "rockad", "--rerun", "pyod_knn"],
+        ["report", "--store", str(tmp_path / "none.sqlite")],
+    ]
+    for argv in cases:
+        assert bd.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, (argv, err)
+
+
+# -- report ----------------------------------------------------------------------------------
+def row(ds, cls, m, auc, n_classes=2, far=None, nominal=None, n_corpus=30, fit=1.0, seed=0):
+    return {
+        "dataset": ds,
+        "class": cls,
+        "method": m,
+        "seed": seed,
+        "n_classes": n_classes,
+        "auc": auc,
+        "far": far,
+        "far_nominal": nominal,
+        "n_corpus": n_corpus,
+        "fit_s": fit,
+    }
+
+
+def hand_rows():
+    return [
+        # D1: A = (0.9 + 0.7)/2 = 0.8, B = (0.6 + 0.8)/2 = 0.7
+        row("D1", "x", "A", 0.9, far=0.2, nominal=0.05, fit=1.0),
+        row("D1", "y", "A", 0.7, far=0.1, nominal=0.05, n_corpus=10, fit=3.0),
+        row("D1", "x", "B", 0.6, far=0.1, nominal=0.1, fit=10.0),
+        row("D1", "y", "B", 0.8, far=0.3, nominal=0.1, fit=20.0),
+        # D2: tie, A = B = 0.5
+        row("D2", "x", "A", 0.5, n_classes=1, far=0.05, nominal=0.05, fit=2.0),
+        row("D2", "x", "B", 0.5, n_classes=1, far=0.0, nominal=0.1, fit=30.0),
+        # D3: B has one of two classes, and the other failed (auc None): left out
+        row("D3", "x", "A", 0.1),
+        row("D3", "y", "A", 0.1),
+        row("D3", "x", "B", 0.99),
+        row("D3", "y", "B", None),
+    ]
+
+
+def test_report_mean_rank_and_left_out():
+    s = bd.summarize(hand_rows(), ["A", "B"])
+    assert s["complete"] == ["D1", "D2"]
+    assert s["mean"]["A"] == pytest.approx((0.8 + 0.5) / 2)
+    assert s["mean"]["B"] == pytest.approx((0.7 + 0.5) / 2)
+    assert s["mean_rank"] == {"A": pytest.approx(1.25), "B": pytest.approx(1.75)}
+    # |FAR - nominal| over corpus >= 20 in complete data sets: A: 0.15, 0.0; B: 0.0, 0.2, 0.1
+    assert s["far_gap"]["A"] == (pytest.approx(0.075), 2)
+    assert s["far_gap"]["B"] == (pytest.approx(0.1), 3)
+    assert s["fit_median"] == {"A": 2.0, "B": 20.0}
+    assert s["progress"][("D3", "B")] == (1, 2)
+    text = bd.report_markdown(hand_rows(), ["B", "A"])
+    lines = text.splitlines()
+    assert "| data set | B | A |" in lines
+    assert "| D1 | 0.700 | **0.800** |" in lines
+    assert "| D3 | 1/2 | 0.100 |" in lines  # no bold outside complete rows
+    assert "| **mean** | 0.600 | 0.650 |" in lines
+    assert "| **mean rank** | 1.75 | 1.25 |" in lines
+    assert any("left out" in ln and "D3" in ln for ln in lines)
+    assert "| A | 0.075 | 2 | 2.00 |" in lines
+
+
+def test_report_cli_writes_docs(tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    bd.run_benchmark(["D"], [stub("m1"), stub("m2")], store, None, loader=fake_loader(), log=str)
+    out = tmp_path / "results.md"
+    assert bd.main(["report", "--store", str(store), "--write-docs", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# Detector benchmark")
+    assert "report --store" in text and "cores" in text and "Data sets: D." in text
+    assert "| D | **1.000** | **1.000** |" in text
+    assert bd.main(["report", "--store", str(store), "--methods", "zz"]) == 2
