@@ -25,7 +25,7 @@ def gram_table(dataset: str = "BasicMotions", data_dir=None, device=None) -> lis
     for name, spec in sorted(tskernels.kernel_registry().items()):
         if not spec.unequal_length and isinstance(X, list):
             continue
-        kernel = spec.example()
+        kernel = spec.fitted_example(X)  # kernels with data-dependent features: on this split
         if device is not None:
             kernel.set_params(device=device)
         kernel.gram(X[:2])  # warm-up: compilation, CUDA start

@@ -66,6 +66,35 @@ class _TskernelsPairwise(BasePairwiseTransformerPanel):
     def _kernel(self):
         return _default_kernel() if self.kernel is None else self.kernel
 
+    def _needs_fitting(self) -> bool:
+        """Whether the kernel has ``needs_fit`` and is not fitted yet."""
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+
+        if not self._kernel.needs_fit:
+            return False
+        try:
+            check_is_fitted(self._kernel)
+        except NotFittedError:
+            return True
+        return False
+
+    def _fitted_kernel(self, reference):
+        """The kernel; one with ``needs_fit`` that is not fitted yet is fitted, as a copy, on
+        ``reference``: X2, or X when X2 is None (sktime's estimators pass their training
+        panel there: ``transform(X_train)``, then ``transform(X_new, X_train)``)."""
+        from sklearn.base import clone
+
+        return clone(self._kernel).fit(reference) if self._needs_fitting() else self._kernel
+
+    def transform_diag(self, X):
+        """k(X[i], X[i]) (or d = 0), np.array (n,). sktime's default transforms each series
+        alone, which would fit a kernel with ``needs_fit`` on one series: such a kernel, not
+        fitted yet, gives the diagonal of ``transform(X)`` (fitted on X, as there)."""
+        if self._needs_fitting():
+            return np.diag(self.transform(X)).copy()
+        return super().transform_diag(X)
+
     @classmethod
     def get_test_params(cls, parameter_set: str = "default"):
         """One parameter set per registered kernel (its example instance)."""
@@ -103,8 +132,10 @@ class SktimeKernelAdapter(_TskernelsPairwise):
 
     def _transform(self, X, X2=None):
         """Gram matrix k(X[i], X2[j]), numpy array (n, m)."""
+        Xo = _to_ours(X)
         Y = None if X2 is None or X2 is X else _to_ours(X2)  # sktime passes X2 = X
-        K = self._kernel.gram(_to_ours(X), Y, normalize=bool(self.normalize))
+        kernel = self._fitted_kernel(Xo if Y is None else Y)
+        K = kernel.gram(Xo, Y, normalize=bool(self.normalize))
         return K.detach().cpu().numpy()
 
 
@@ -143,14 +174,15 @@ class SktimeDistanceAdapter(_TskernelsPairwise):
 
     def _transform(self, X, X2=None):
         """Distance matrix d(X[i], X2[j]), numpy array (n, m)."""
-        kernel = self._kernel
         normalize = bool(self.normalize)
         Xo = _to_ours(X)
         if X2 is None or X2 is X:  # sktime passes X2 = X: symmetric Gram
+            kernel = self._fitted_kernel(Xo)
             K = kernel.gram(Xo, normalize=normalize).detach().cpu().numpy()
             dx = dy = np.diag(K).copy()
         else:
             Yo = _to_ours(X2)
+            kernel = self._fitted_kernel(Yo)
             K = kernel.gram(Xo, Yo, normalize=normalize).detach().cpu().numpy()
             if normalize:
                 dx, dy = np.ones(K.shape[0]), np.ones(K.shape[1])

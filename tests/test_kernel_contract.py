@@ -1,4 +1,6 @@
-"""Properties every registered kernel must satisfy (runs over the whole registry)."""
+"""Properties every registered kernel must satisfy (runs over the whole registry).
+
+A kernel that needs fitting (``spec.needs_fit``) is fitted on the test's first batch."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ def spec(request):
 
 
 def test_symmetric_psd_float64(spec):
-    K = spec.example().gram(_data())
+    X = _data()
+    K = spec.fitted_example(X).gram(X)
     assert K.dtype == torch.float64 and K.shape == (7, 7)
     assert torch.equal(K, K.T)
     eig = torch.linalg.eigvalsh(K)
@@ -33,25 +36,25 @@ def test_symmetric_psd_float64(spec):
 
 def test_cross_is_transpose(spec):
     X, Y = _data(5, seed=1), _data(4, seed=2)
-    k = spec.example()
+    k = spec.fitted_example(X)
     torch.testing.assert_close(k.gram(X, Y), k.gram(Y, X).T, rtol=1e-12, atol=1e-12)
 
 
 def test_blockwise_equals_unblocked(spec):
     X, Y = _data(7), _data(5, seed=3)
-    k = spec.example()
+    k = spec.fitted_example(X)
     full_sym, full_xy = k.gram(X), k.gram(X, Y)
     for b in (1, 2, 3, 4, 6):
-        kb = spec.example().set_params(block_size=b)
+        kb = spec.fitted_example(X).set_params(block_size=b)
         torch.testing.assert_close(kb.gram(X), full_sym, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(kb.gram(X, Y), full_xy, rtol=1e-12, atol=1e-12)
-    tiny = spec.example().set_params(max_memory=1)  # one pair per block
+    tiny = spec.fitted_example(X).set_params(max_memory=1)  # one pair per block
     torch.testing.assert_close(tiny.gram(X, Y), full_xy, rtol=1e-12, atol=1e-12)
 
 
 def test_gram_equals_loop_over_pairs_and_diag(spec):
     X, Y = _data(4, seed=4), _data(3, seed=5)
-    k = spec.example()
+    k = spec.fitted_example(X)
     K = k.gram(X, Y)
     for i in range(4):
         for j in range(3):
@@ -61,7 +64,7 @@ def test_gram_equals_loop_over_pairs_and_diag(spec):
 
 def test_normalized_unit_diagonal(spec):
     X, Y = _data(6), _data(3, seed=6)
-    k = spec.example()
+    k = spec.fitted_example(X)
     Kn = k.gram(X, normalize=True)
     torch.testing.assert_close(torch.diagonal(Kn), torch.ones(6, dtype=torch.float64))
     Kxy = k.gram(X, Y, normalize=True)
@@ -71,12 +74,12 @@ def test_normalized_unit_diagonal(spec):
 
 def test_numpy_torch_float32_inputs(spec):
     X = _data(5)
-    k = spec.example()
+    k = spec.fitted_example(X)
     ref = k.gram(X)
     torch.testing.assert_close(k.gram(torch.from_numpy(X)), ref)
     X32 = X.astype(np.float32)
     torch.testing.assert_close(k.gram(X32), k.gram(X32.astype(np.float64)), rtol=0, atol=0)
-    k32 = spec.example().set_params(dtype=torch.float32)
+    k32 = spec.fitted_example(X).set_params(dtype=torch.float32)
     K32 = k32.gram(X)
     assert K32.dtype == torch.float32
     torch.testing.assert_close(K32.double(), ref, rtol=1e-3, atol=1e-4)
@@ -85,11 +88,11 @@ def test_numpy_torch_float32_inputs(spec):
 def test_unequal_lengths(spec):
     rng = np.random.default_rng(7)
     X = [0.5 * rng.normal(size=(L, 3)) for L in (5, 9, 7)]
-    k = spec.example()
     if not spec.unequal_length:
         with pytest.raises(ValueError, match="equal-length"):
-            k.gram(X)
+            spec.example().gram(X)
         return
+    k = spec.fitted_example(X)
     K = k.gram(X)
     assert K.shape == (3, 3) and torch.equal(K, K.T)
     assert torch.isfinite(K).all()
@@ -115,12 +118,12 @@ def test_unequal_lengths(spec):
 )
 def test_bad_inputs_raise(spec, bad, match):
     with pytest.raises(ValueError, match=match):
-        spec.example().gram(bad)
+        spec.fitted_example(_data()).gram(bad)
 
 
 def test_channel_mismatch_raises(spec):
     with pytest.raises(ValueError, match="channel mismatch"):
-        spec.example().gram(_data(3, d=3), _data(3, d=2))
+        spec.fitted_example(_data(3, d=3)).gram(_data(3, d=3), _data(3, d=2))
 
 
 def test_registry_make_kernel():

@@ -32,7 +32,7 @@ def test_adapter_equals_kernel_gram(name):
     X, Y = rng.normal(size=(4, 7, 2)), rng.normal(size=(3, 7, 2))  # ours: (n, T, d)
     adapter = sktime_kernels()[name]
     got = adapter.transform(X.transpose(0, 2, 1), Y.transpose(0, 2, 1))  # sktime: (n, d, T)
-    ref = spec.example().gram(X, Y)
+    ref = spec.fitted_example(Y).gram(X, Y)  # a kernel that needs fitting: on X2
     assert isinstance(got, np.ndarray) and got.shape == (4, 3)
     np.testing.assert_allclose(got, ref.numpy(), rtol=1e-12, atol=1e-14)
     assert adapter.get_tag("capability:unequal_length") == spec.unequal_length
@@ -45,7 +45,7 @@ def test_unequal_length_df_list(name):
     series = [rng.normal(size=(T, 2)) for T in (5, 8, 6)]
     dfs = [pd.DataFrame(s) for s in series]
     got = sktime_kernels()[name].transform(dfs)
-    ref = REGISTRY[name].example().gram(series)
+    ref = REGISTRY[name].fitted_example(series).gram(series)
     np.testing.assert_allclose(got, ref.numpy(), rtol=1e-12)
 
 

@@ -11,6 +11,7 @@ from . import (
 from ._base import DEFAULT_MAX_MEMORY, Kernel, NonFiniteKernelError
 from ._elementary import FlattenedKernel, IntegralKernel
 from ._gak import GAK, GlobalAlignmentKernel
+from ._random_convolution import RandomConvolutionKernel
 from ._randomized_signature import RandomizedSignatureKernel
 from ._registry import KernelSpec, kernel_registry, make_kernel, register
 from ._reservoir import VolterraReservoirKernel
@@ -32,6 +33,7 @@ __all__ = [
     "NonFiniteKernelError",
     "Polynomial",
     "RBF",
+    "RandomConvolutionKernel",
     "RandomizedSignatureKernel",
     "SeriesBatch",
     "SignaturePDEKernel",

@@ -2,7 +2,9 @@
 contract tests.
 
 Each kernel module registers its kernels with :func:`register`, giving a factory for an
-example instance (sensible parameters for z-scored data) used by tests and the demo.
+example instance (sensible parameters for z-scored data) used by tests and the demo. A kernel
+with ``needs_fit`` (data-dependent features) is fitted on a corpus before use:
+``spec.fitted_example(corpus)``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,16 @@ class KernelSpec:
     unequal_length: bool
     gpu: bool = True
     description: str = ""
+
+    @property
+    def needs_fit(self) -> bool:
+        """Whether the kernel must be fitted on a corpus before ``gram`` (``cls.needs_fit``)."""
+        return bool(self.cls.needs_fit)
+
+    def fitted_example(self, corpus) -> Kernel:
+        """The example instance, fitted on ``corpus`` when the kernel needs fitting."""
+        kernel = self.example()
+        return kernel.fit(corpus) if self.needs_fit else kernel
 
 
 _REGISTRY: dict[str, KernelSpec] = {}

@@ -1,0 +1,344 @@
+r"""Random-convolution features (MiniRocket, MultiRocket) and the kernels they induce.
+
+The features come from sktime's transformers; this module only chooses the transformer,
+converts our layouts to sktime's, applies the corpus-fitted power transform (as ROCKAD,
+Theissler et al. 2023) and puts a static kernel on the feature vectors, so that every
+Gram-level scorer applies to ROCKET-type features.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import DEFAULT_MAX_MEMORY, Kernel
+from ._registry import KernelSpec, register
+from ._static import RBF, Linear, StaticKernel
+from ._validation import SeriesBatch, as_series_batch, check_int
+
+__all__ = ["RandomConvolutionKernel"]
+
+#: Shortest series each transform accepts: MiniRocket's kernels have 9 taps; MultiRocket also
+#: convolves the first differences, which must have 9 points.
+MIN_LENGTH = {"minirocket": 9, "multirocket": 10}
+
+_NOT_FITTED = "RandomConvolutionKernel is not fitted: call fit(X) on the corpus first"
+#: sktime's random_state is cast to int32.
+_MAX_SEED = 2**31 - 1
+
+
+def _pad_short(x: np.ndarray, minimum: int) -> np.ndarray:
+    """Series (T, d) extended to ``minimum`` time steps by repeating its last time point."""
+    if x.shape[0] >= minimum:
+        return x
+    return np.concatenate([x, np.repeat(x[-1:], minimum - x.shape[0], axis=0)])
+
+
+class RandomConvolutionKernel(Kernel):
+    r"""Kernel on random-convolution features: MiniRocket or MultiRocket (from sktime),
+    power-transformed on the corpus, then a static kernel.
+
+    .. math::
+        K(x, y) = k_s\big(\phi(x), \phi(y)\big),\qquad \phi(x) = P\big(R(x)\big) \in
+        \mathbb{R}^F,
+
+    with :math:`R` sktime's transform (``"minirocket"``: the proportion of positive values
+    (PPV) of each dilated, biased convolution; ``"multirocket"``: PPV, mean of positive values,
+    mean of indices of positive values and longest stretch of positive values, on the series
+    and on its first differences), :math:`P` the Yeo-Johnson power transform followed by
+    standardisation (``tskernels._yeo_johnson.YeoJohnson``: the maximum-likelihood criterion
+    of sklearn's ``PowerTransformer(method="yeo-johnson")``, vectorised over features, with
+    :math:`\lambda` searched in [-4, 4]), or standardisation alone (sklearn's
+    ``StandardScaler``, ``power_transform=False``), and :math:`k_s`
+    the static kernel, by default :math:`k_s(u, v) = \langle u, v\rangle / F`, so that
+    :math:`K(x, x) \approx 1` on the corpus.
+
+    Both :math:`R` (dilations and biases, drawn from the corpus) and :math:`P` are fitted by
+    ``fit(X)`` on the corpus; ``gram``, ``diag`` and ``features`` before ``fit`` raise
+    sklearn's ``NotFittedError`` (a ``ValueError``). A corpus of equal-length series uses
+    ``MiniRocketMultivariate`` (or ``MultiRocketMultivariate``) and afterwards accepts series of
+    that length only; a corpus of unequal lengths uses ``MiniRocketMultivariateVariable``
+    (MultiRocket has no unequal-length version: ValueError). A feature that is constant on
+    the corpus is never NaN: the power transform maps it to 0 for every series;
+    ``StandardScaler`` leaves it unscaled (the deviation from the constant).
+
+    Short series: a series shorter than 9 time steps (10 for MultiRocket) is extended to that
+    length by repeating its last time point, before fitting and before transforming.
+
+    Parameters
+    ----------
+    transform : {"minirocket", "multirocket"}
+    n_kernels : int, default 10_000
+        sktime's ``num_kernels``, rounded down to a multiple of 84 (at least 84). MiniRocket
+        gives F = that many features; MultiRocket gives 8 times as many (4 pooling operators
+        on the series and on its differences).
+    static : StaticKernel or None
+        Kernel on the feature vectors. ``None``: ``Linear(scale=1/F)``. The features are
+        standardised, so a typical squared distance is about 2F: an ``RBF`` needs a sigma of
+        the order of sqrt(F).
+    power_transform : bool, default True
+        Yeo-Johnson then standardisation (True) or standardisation only (False).
+    seed : int, default 0
+        sktime's ``random_state`` (0 <= seed < 2**31): the same features for the same seed.
+    n_jobs : int, default 1
+        sktime's ``n_jobs`` (numba threads of the transform; -1: all cores).
+
+    Attributes (after ``fit``)
+    --------------------------
+    transformer_ : the fitted sktime transformer
+    scaler_ : the fitted ``YeoJohnson`` or ``StandardScaler``
+    static_ : the static kernel in use
+    n_features_ : F
+    n_channels_ : d of the corpus
+    series_length_ : the corpus length for an equal-length corpus, None otherwise
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(10, 20, 2))  # (n, T, d)
+    >>> k = RandomConvolutionKernel(n_kernels=84).fit(X)
+    >>> k.features(X).shape, tuple(k.gram(X[:3]).shape)
+    ((10, 84), (3, 3))
+    """
+
+    supports_unequal_length = True
+    needs_fit = True
+    _divergence_hint = (
+        "The features or the static kernel overflowed: use power_transform=False or a "
+        "static kernel that fits the scale of the features."
+    )
+
+    def __init__(
+        self,
+        transform: str = "minirocket",
+        n_kernels: int = 10_000,
+        static: StaticKernel | None = None,
+        power_transform: bool = True,
+        seed: int = 0,
+        n_jobs: int = 1,
+        *,
+        device=None,
+        dtype=None,
+        max_memory=None,
+        block_size=None,
+    ):
+        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        self.transform = transform
+        self.n_kernels = n_kernels
+        self.static = static
+        self.power_transform = power_transform
+        self.seed = seed
+        self.n_jobs = n_jobs
+
+    # ------------------------------------------------------------------ options
+    def _check_options(self) -> None:
+        if self.transform not in MIN_LENGTH:
+            raise ValueError(
+                f"`transform` must be one of {sorted(MIN_LENGTH)}, got {self.transform!r}"
+            )
+        check_int(self.n_kernels, "n_kernels")
+        if self.static is not None and not isinstance(self.static, StaticKernel):
+            raise TypeError(
+                "`static` must be None or a StaticKernel (Linear, RBF, Polynomial, Laplacian), "
+                f"got {self.static!r}"
+            )
+        if not isinstance(self.power_transform, (bool, np.bool_)):
+            raise ValueError(
+                f"`power_transform` must be True or False, got {self.power_transform!r}"
+            )
+        check_int(self.seed, "seed", minimum=0)
+        if self.seed > _MAX_SEED:
+            raise ValueError(f"`seed` must be below 2**31 (sktime's int32), got {self.seed}")
+        n_jobs = self.n_jobs
+        if (
+            isinstance(n_jobs, bool)
+            or not isinstance(n_jobs, Integral)
+            or not (n_jobs >= 1 or n_jobs == -1)
+        ):
+            raise ValueError(f"`n_jobs` must be -1 or a positive integer, got {n_jobs!r}")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "transformer_")
+
+    def _check_params(self, d: int) -> None:
+        if hasattr(self, "n_channels_") and d != self.n_channels_:
+            raise ValueError(
+                f"channel mismatch: the kernel was fitted on series with d={self.n_channels_} "
+                f"channels, got d={d}"
+            )
+
+    # ------------------------------------------------------------------ fitting
+    def _make_transformer(self, equal_length: bool):
+        from sktime.transformations.rocket import (
+            MiniRocketMultivariate,
+            MiniRocketMultivariateVariable,
+            MultiRocketMultivariate,
+        )
+
+        opts = dict(num_kernels=int(self.n_kernels), n_jobs=int(self.n_jobs))
+        opts["random_state"] = int(self.seed)  # sktime checks isinstance(seed, int)
+        if self.transform == "multirocket":
+            return MultiRocketMultivariate(**opts)
+        if equal_length:
+            return MiniRocketMultivariate(**opts)
+        return MiniRocketMultivariateVariable(**opts)
+
+    def fit(self, X, y=None) -> RandomConvolutionKernel:
+        """Fit the transform (dilations, biases) and the power transform on the corpus ``X``,
+        an (n, T, d) array or a list of (T_i, d) arrays; returns self."""
+        from sklearn.preprocessing import StandardScaler
+
+        from ._yeo_johnson import YeoJohnson
+
+        self._check_options()
+        batch = as_series_batch(X, name="X", dtype=self._dtype, device=self._device)
+        if self.transform == "multirocket" and not batch.equal_length:
+            raise ValueError(
+                "transform='multirocket' needs an equal-length corpus (sktime has no "
+                "unequal-length MultiRocket): use transform='minirocket' or resample the series"
+            )
+        transformer = self._make_transformer(batch.equal_length)
+        length = batch.length if batch.equal_length else None
+        data = self._to_sktime(batch, length, "X")
+        # MultiRocket seeds numpy's legacy global generator: restore the caller's state
+        state = np.random.get_state()  # noqa: NPY002
+        try:
+            with warnings.catch_warnings():
+                # MiniRocketMultivariateVariable suggests MiniRocket for d = 1, and
+                # MiniRocketMultivariate when every series was padded to the same length
+                warnings.filterwarnings("ignore", message="X is univariate")
+                warnings.filterwarnings("ignore", message="X is of equal length")
+                transformer.fit(data)
+        finally:
+            np.random.set_state(state)  # noqa: NPY002
+        raw = self._raw_features(transformer, batch, length)
+        if self.power_transform:
+            scaler = YeoJohnson()  # sklearn's criterion, vectorised (its Brent: 10 ms/feature)
+        else:
+            scaler = StandardScaler()
+        with warnings.catch_warnings():
+            # the lambda search on a (nearly) constant column overflows harmlessly
+            warnings.filterwarnings("ignore", category=RuntimeWarning)
+            scaler.fit(raw)
+        self.transformer_ = transformer
+        self.scaler_ = scaler
+        self.n_features_ = raw.shape[1]
+        self.n_channels_ = batch.d
+        self.series_length_ = length
+        self.static_ = Linear(scale=1.0 / self.n_features_) if self.static is None else self.static
+        return self
+
+    # ------------------------------------------------------------------ features
+    def _to_sktime(self, X: SeriesBatch, length: int | None, name: str):
+        """numpy3D (n, d, T) for an equal-length fit (series of the fitted ``length``
+        only), else sktime's df-list: one DataFrame (T_i, d) per series. Short series are
+        extended by repeating their last time point."""
+        minimum = MIN_LENGTH[self.transform]
+        V = X.values.detach().cpu().numpy().astype(np.float64, copy=False)
+        if length is not None:
+            if not X.equal_length or X.length != length:
+                lo, hi = int(X.lengths.min()), int(X.lengths.max())
+                raise ValueError(
+                    f"RandomConvolutionKernel was fitted on series of length {length}, "
+                    f"got lengths {lo}..{hi} in `{name}`: the equal-length transform accepts "
+                    "the fitted length only; resample the series or fit on a corpus of "
+                    "unequal lengths"
+                )
+            V = np.stack([_pad_short(v, minimum) for v in V]) if length < minimum else V
+            return np.ascontiguousarray(V.transpose(0, 2, 1))
+        L = X.lengths.cpu().numpy()
+        return [pd.DataFrame(_pad_short(V[i, : L[i]], minimum)) for i in range(X.n)]
+
+    def _chunk_rows(self, X: SeriesBatch, n_features: int) -> int:
+        """Series per transform call: ``block_size``, else as many as fit in ``max_memory``
+        (raw float32, float64 and transformed copies of the features plus the series)."""
+        if self.block_size is not None:
+            check_int(self.block_size, "block_size")
+            return int(self.block_size)
+        budget = DEFAULT_MAX_MEMORY if self.max_memory is None else int(self.max_memory)
+        per_series = 20 * n_features + 16 * X.length * X.d
+        return max(1, budget // per_series)
+
+    def _raw_features(self, transformer, X: SeriesBatch, length: int | None) -> np.ndarray:
+        """sktime's features (n, F) as float64, transformed in chunks of series (the
+        transforms act on each series separately)."""
+        estimate = (
+            8 * int(self.n_kernels) if self.transform == "multirocket" else int(self.n_kernels)
+        )
+        rows = self._chunk_rows(X, max(84, estimate))
+        parts = []
+        for i in range(0, X.n, rows):
+            data = self._to_sktime(X[i : i + rows], length, "X")
+            parts.append(np.asarray(transformer.transform(data), dtype=np.float64))
+        # C order in every case: the scaler's column reductions then sum in the same order
+        # whether or not the series were chunked
+        return np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0])
+
+    def _features(self, X: SeriesBatch) -> np.ndarray:
+        raw = self._raw_features(self.transformer_, X, self.series_length_)
+        return self.scaler_.transform(raw)
+
+    def _feature_tensor(self, X: SeriesBatch) -> torch.Tensor:
+        return torch.from_numpy(self._features(X)).to(device=self._device, dtype=self._dtype)
+
+    def features(self, X) -> np.ndarray:
+        """The power-transformed features phi(x), float64 array of shape (n, F)."""
+        check_is_fitted(self, msg=_NOT_FITTED)
+        Phi = self._features(self._check_input(X, "X"))
+        self._check_result(torch.from_numpy(Phi), "feature")
+        return Phi
+
+    # ------------------------------------------------------------------ Kernel interface
+    def gram(self, X, Y=None, *, normalize: bool = False) -> torch.Tensor:
+        check_is_fitted(self, msg=_NOT_FITTED)
+        return super().gram(X, Y, normalize=normalize)
+
+    gram.__doc__ = Kernel.gram.__doc__
+    __call__ = gram
+
+    def diag(self, X) -> torch.Tensor:
+        check_is_fitted(self, msg=_NOT_FITTED)
+        return super().diag(X)
+
+    diag.__doc__ = Kernel.diag.__doc__
+
+    def _assemble(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
+        FX = self._feature_tensor(X)
+        if Y is None:
+            K = self.static_.cross(FX, FX)
+            return torch.triu(K) + torch.triu(K, 1).T
+        return self.static_.cross(FX, self._feature_tensor(Y))
+
+    def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
+        return self.static_.cross(self._feature_tensor(X), self._feature_tensor(Y))
+
+    def _diag(self, X: SeriesBatch) -> torch.Tensor:
+        return self.static_.self_values(self._feature_tensor(X))
+
+    def _pair_bytes(self, X: SeriesBatch, Y: SeriesBatch) -> int:
+        return 4 * self._itemsize  # features are computed per series; a pair holds one value
+
+
+#: The examples use the smallest transform (84 features), for fast contract tests.
+register(
+    KernelSpec(
+        "rocket_linear",
+        RandomConvolutionKernel,
+        lambda: RandomConvolutionKernel(n_kernels=84),
+        unequal_length=True,
+        description="MiniRocket features (sktime), Yeo-Johnson on the corpus, linear kernel / F",
+    )
+)
+register(
+    KernelSpec(
+        "rocket_rbf",
+        RandomConvolutionKernel,
+        lambda: RandomConvolutionKernel(n_kernels=84, static=RBF(10.0)),
+        unequal_length=True,
+        description="MiniRocket features (sktime), Yeo-Johnson on the corpus, RBF on them "
+        "(sigma 10 ~ sqrt(F) for the 84 features)",
+    )
+)
