@@ -19,6 +19,8 @@ from abc import ABC, abstractmethod
 import torch
 from sklearn.base import BaseEstimator
 
+from tskernels._static import sqdist
+
 from ._validation import check_positive, resolve_device, resolve_dtype
 
 __all__ = ["VectorKernel", "GaussianKernel", "LaplacianKernel", "Expansion"]
@@ -27,10 +29,12 @@ __all__ = ["VectorKernel", "GaussianKernel", "LaplacianKernel", "Expansion"]
 _CHUNK = 2048
 
 
-def _sqdist(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    """Squared Euclidean distances (n_X, n_Y); rounding negatives (|.| ~ eps |x|^2) set to 0."""
-    d2 = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
-    return d2.clamp_min_(0.0)
+def _sqdist(X: torch.Tensor, Y: torch.Tensor, length_scale: float) -> torch.Tensor:
+    """Squared Euclidean distances (n_X, n_Y): the tskernels rule (points centred on a common
+    shift, so any offset of the data cancels; the matrix-product expansion while the centred
+    radius is within 1e4 length scales, else the differences themselves; rounding negatives
+    set to 0; +inf where the square overflows)."""
+    return sqdist(X, Y, length_scale)
 
 
 class VectorKernel(BaseEstimator, ABC):
@@ -255,16 +259,18 @@ class GaussianKernel(_SigmaKernel):
         return 0.5 * self.n_features_in_ * math.log(2 * math.pi * self.sigma**2)
 
     def _log_k(self, X, Y):
-        return _sqdist(X, Y) / (-2.0 * self.sigma**2)
+        return _sqdist(X, Y, self.sigma) / (-2.0 * self.sigma**2)
 
     def _laplacian_k(self, X, C):
-        d2 = _sqdist(X, C)
+        d2 = _sqdist(X, C, self.sigma)
         s2 = self.sigma**2
         return (d2 / (-2.0 * s2)).exp() * (d2 / s2**2 - self.n_features_in_ / s2)
 
     def _grad_weighted(self, X, C, kx):
-        # sum_i w_i k(c_i, x) (c_i - x) / sigma^2, kx = w_i k(c_i, x)
-        return (kx @ C - kx.sum(1, keepdim=True) * X) / self.sigma**2
+        # sum_i w_i k(c_i, x) (c_i - x) / sigma^2, kx = w_i k(c_i, x); the points shifted by
+        # the centres' mean first (any offset of the data cancels instead of its digits)
+        shift = C.mean(0)
+        return (kx @ (C - shift) - kx.sum(1, keepdim=True) * (X - shift)) / self.sigma**2
 
     def _k_torch(self, X, C):
         diff = X[:, None, :] - C[None, :, :]
@@ -298,10 +304,10 @@ class LaplacianKernel(_SigmaKernel):
         )
 
     def _log_k(self, X, Y):
-        return _sqdist(X, Y).sqrt() / (-self.sigma)
+        return _sqdist(X, Y, self.sigma).sqrt() / (-self.sigma)
 
     def _laplacian_k(self, X, C):
-        r = _sqdist(X, C).sqrt()
+        r = _sqdist(X, C, self.sigma).sqrt()
         if bool((r == 0).any()):
             raise ValueError(
                 "LaplacianKernel: the Laplacian of exp(-|x - c|/sigma) is singular at x = c and "
@@ -313,14 +319,15 @@ class LaplacianKernel(_SigmaKernel):
 
     def _grad_weighted(self, X, C, kx):
         # sum_i w_i k(c_i, x) (c_i - x) / (sigma |x - c_i|); a coinciding centre raises above
-        r = _sqdist(X, C).sqrt()
+        r = _sqdist(X, C, self.sigma).sqrt()
         if bool((r == 0).any()):
             raise ValueError(
                 "LaplacianKernel: exp(-|x - c|/sigma) is not differentiable at x = c and an "
                 "evaluation point coincides with a centre; drop duplicated points"
             )
         q = kx / (self.sigma * r)
-        return q @ C - q.sum(1, keepdim=True) * X
+        shift = C.mean(0)
+        return q @ (C - shift) - q.sum(1, keepdim=True) * (X - shift)
 
     def _k_torch(self, X, C):
         diff = X[:, None, :] - C[None, :, :]

@@ -6,15 +6,28 @@ r"""Baseline novelty scorers on Gram matrices (higher score = more novel).
   :math:`\|\phi(y) - \mu\|^2 = k(y, y) - \tfrac2N \sum_i k(y, x_i) + \tfrac1{N^2}\sum_{ij} K_{ij}`;
 - :class:`OCSVMScorer`: scikit-learn's ``OneClassSVM(kernel="precomputed")``; score is minus
   its decision function.
+
+Every scorer needs a corpus of at least two points; an empty test Gram (0, N) gives empty
+scores. Gram entries up to the float64 maximum are handled (an exact power-of-two rescale when
+the entries exceed 2^500).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
 from sklearn.svm import OneClassSVM
 
-from ._validation import check_corpus_gram, check_cross_gram, check_int, check_test_diag
+from ._validation import (
+    check_corpus_gram,
+    check_cross_gram,
+    check_int,
+    check_psd,
+    check_test_diag,
+    pow2_scale,
+)
 
 __all__ = ["KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer"]
 
@@ -62,7 +75,7 @@ class KNNScorer(_GramScorer):
         return k, self.aggregate
 
     def fit(self, K_corpus) -> KNNScorer:
-        K = check_corpus_gram(K_corpus, "K_corpus", min_points=1)
+        K = check_corpus_gram(K_corpus, "K_corpus")
         self._check_params(K.shape[0])
         self.corpus_diag_ = torch.diagonal(K).clone()
         self.n_corpus_ = K.shape[0]
@@ -74,12 +87,20 @@ class KNNScorer(_GramScorer):
         Tensor (n_test,)."""
         Kt, dt = self._test(K_test_corpus, k_test_diag)
         k, aggregate = self._check_params(self.n_corpus_)
-        d2 = dt[:, None] + self.corpus_diag_[None, :] - 2.0 * Kt
+        if Kt.shape[0] == 0:
+            return dt.clone()
+        diag = self.corpus_diag_
+        c = pow2_scale(Kt, dt, diag)  # 1.0 unless entries beyond 2^500 (sums would overflow)
+        if c != 1.0:
+            Kt, dt, diag = Kt * c, dt * c, diag * c
+        d2 = dt[:, None] + diag[None, :] - 2.0 * Kt
         scale = float(dt.abs().max()) + 1.0
         if aggregate == "kth":
-            return _sqrt_of_squared_distance(torch.kthvalue(d2, k, dim=1).values, scale)
-        nearest = torch.topk(d2, k, dim=1, largest=False).values
-        return _sqrt_of_squared_distance(nearest, scale).mean(dim=1)
+            dist = _sqrt_of_squared_distance(torch.kthvalue(d2, k, dim=1).values, scale)
+        else:
+            nearest = torch.topk(d2, k, dim=1, largest=False).values
+            dist = _sqrt_of_squared_distance(nearest, scale).mean(dim=1)
+        return dist if c == 1.0 else dist / math.sqrt(c)
 
 
 def _sqrt_of_squared_distance(d2: torch.Tensor, scale: float) -> torch.Tensor:
@@ -95,11 +116,14 @@ def _sqrt_of_squared_distance(d2: torch.Tensor, scale: float) -> torch.Tensor:
 
 
 class MeanEmbeddingScorer(_GramScorer):
-    """RKHS distance to the corpus mean embedding."""
+    """RKHS distance to the corpus mean embedding (the corpus Gram must be positive
+    semi-definite: the distance is undefined otherwise)."""
 
     def fit(self, K_corpus) -> MeanEmbeddingScorer:
-        K = check_corpus_gram(K_corpus, "K_corpus", min_points=1)
-        self.mean_norm_sq_ = K.mean()
+        K = check_corpus_gram(K_corpus, "K_corpus")
+        check_psd(K, "K_corpus", type(self).__name__)
+        c = pow2_scale(K)
+        self.mean_norm_sq_ = K.mean() if c == 1.0 else (K * c).mean() / c
         self.n_corpus_ = K.shape[0]
         self._device = K.device
         return self
@@ -107,8 +131,15 @@ class MeanEmbeddingScorer(_GramScorer):
     def score(self, K_test_corpus, k_test_diag) -> torch.Tensor:
         """||phi(y) - mu||, Tensor (n_test,)."""
         Kt, dt = self._test(K_test_corpus, k_test_diag)
-        d2 = dt - 2.0 * Kt.mean(dim=1) + self.mean_norm_sq_
-        return _sqrt_of_squared_distance(d2, scale=float(dt.abs().max()) + 1.0)
+        if Kt.shape[0] == 0:
+            return dt.clone()
+        mu = self.mean_norm_sq_
+        c = pow2_scale(Kt, dt, mu)  # 1.0 unless entries beyond 2^500 (sums would overflow)
+        if c != 1.0:
+            Kt, dt, mu = Kt * c, dt * c, mu * c
+        d2 = dt - 2.0 * Kt.mean(dim=1) + mu
+        dist = _sqrt_of_squared_distance(d2, scale=float(dt.abs().max()) + 1.0)
+        return dist if c == 1.0 else dist / math.sqrt(c)
 
 
 class OCSVMScorer(_GramScorer):
@@ -118,8 +149,14 @@ class OCSVMScorer(_GramScorer):
         self.nu = nu
 
     def fit(self, K_corpus) -> OCSVMScorer:
-        K = check_corpus_gram(K_corpus, "K_corpus", min_points=1)
-        self.svm_ = OneClassSVM(kernel="precomputed", nu=self.nu).fit(K.cpu().numpy())
+        K = check_corpus_gram(K_corpus, "K_corpus")
+        check_psd(K, "K_corpus", type(self).__name__)
+        # Grams beyond 2^500 are scaled by a power of two (the decision function scales with
+        # the kernel); others are passed as they are
+        self._scale = pow2_scale(K)
+        self.svm_ = OneClassSVM(kernel="precomputed", nu=self.nu).fit(
+            _scaled(K, self._scale).numpy(force=True)
+        )
         self.n_corpus_ = K.shape[0]
         self._device = K.device
         return self
@@ -128,5 +165,15 @@ class OCSVMScorer(_GramScorer):
         """-decision_function of the one-class SVM, Tensor (n_test,)."""
         self._check_fitted()
         Kt = check_cross_gram(K_test_corpus, self.n_corpus_, "K_test_corpus", self._device)
-        dec = self.svm_.decision_function(np.ascontiguousarray(Kt.cpu().numpy()))
-        return -torch.from_numpy(np.asarray(dec, dtype=np.float64)).to(self._device)
+        if Kt.shape[0] == 0:
+            return Kt.new_zeros(0)
+        dec = self.svm_.decision_function(
+            np.ascontiguousarray(_scaled(Kt, self._scale).numpy(force=True))
+        )
+        dec = torch.from_numpy(np.asarray(dec, dtype=np.float64)).to(self._device)
+        return -dec if self._scale == 1.0 else -dec / self._scale
+
+
+def _scaled(K: torch.Tensor, c: float) -> torch.Tensor:
+    """K * c, without a copy when c = 1."""
+    return K if c == 1.0 else K * c

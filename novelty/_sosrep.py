@@ -30,7 +30,9 @@ class SOSREPScorer:
     lr : float in (0, 1/2), natural-gradient step.
     max_iter : int, iteration cap (a ConvergenceWarning is raised when reached).
     tol : float, convergence threshold on :math:`\max_i |N\alpha_i (K\alpha)_i - 1|`.
-    seed : int, seed of the positive initialisation.
+    seed : int >= 0, seed of the positive initialisation.
+
+    The corpus needs at least two points (the rule of every scorer).
 
     Warns (UserWarning) when the Gram has negative entries: the iteration then may leave the
     positive orthant, in which case the solver raises.
@@ -55,7 +57,8 @@ class SOSREPScorer:
             raise ValueError(f"`lr` must be in (0, 1/2) to keep alpha positive, got {self.lr!r}")
         max_iter = check_int(self.max_iter, "max_iter")
         tol = check_positive(self.tol, "tol")
-        K = check_corpus_gram(K_corpus, "K_corpus", min_points=1)
+        seed = check_int(self.seed, "seed", minimum=0)
+        K = check_corpus_gram(K_corpus, "K_corpus")
         if bool((torch.diagonal(K) <= 0).any()):
             raise ValueError("SOSREP needs K(x, x) > 0 on the corpus; the Gram has a zero diagonal")
         if bool((K < 0).any()):
@@ -66,7 +69,7 @@ class SOSREPScorer:
                 UserWarning,
                 stacklevel=2,
             )
-        sol = sosrep_solve(K, lr=lr, max_iter=max_iter, tol=tol, seed=int(self.seed))
+        sol = sosrep_solve(K, lr=lr, max_iter=max_iter, tol=tol, seed=seed)
         self.alpha_ = sol.alpha
         self.n_iter_ = sol.n_iter
         self.converged_ = sol.converged

@@ -1,15 +1,19 @@
 """Input checks shared by the novelty scorers: Gram matrices and their parameters.
 
 Corpus Grams must be square, finite, symmetric (to a relative tolerance) and hold at least
-two points; cross Grams (test x corpus) must match the corpus size. numpy or torch in,
-float64 torch out (on the input's device for torch inputs).
+two points: one rule for every scorer (a single point has no spread, so VarianceNorm cannot
+whiten it, and the distance-type scores of one point say nothing a constant would not). Cross
+Grams (test x corpus) must match the corpus size; an empty test set (0, N) gives empty scores.
+numpy or torch in, float64 torch out (on the input's device for torch inputs).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
+import scipy.linalg
 import torch
 
 from tskernels._validation import check_int, check_positive  # noqa: F401  (re-exported)
@@ -17,6 +21,8 @@ from tskernels._validation import check_int, check_positive  # noqa: F401  (re-e
 __all__ = [
     "as_gram",
     "check_corpus_gram",
+    "check_psd",
+    "pow2_scale",
     "check_cross_gram",
     "check_test_diag",
     "check_alphas",
@@ -76,7 +82,36 @@ def check_corpus_gram(K, name: str = "K", min_points: int = 2) -> torch.Tensor:
             f"`{name}` is not symmetric: max |K - K^T| = {asym:.3g} (max |K| = {scale:.3g}); "
             "pass the Gram of the corpus with itself, k(x_i, x_j)"
         )
-    return 0.5 * (t + t.T)
+    return t.mul(0.5).add_(t.T, alpha=0.5)  # = (K + K^T) / 2 exactly, never overflows
+
+
+def check_psd(K: torch.Tensor, name: str, scorer: str) -> None:
+    """Raise when the symmetric ``K`` has an eigenvalue below -PSD_RTOL x its largest one."""
+    if K.shape[0] == 0:
+        return
+    if K.device.type == "cpu":
+        s = scipy.linalg.eigh(K.numpy(), eigvals_only=True, driver="evd", check_finite=False)
+        lo, hi = float(s[0]), float(s[-1])
+    else:
+        s = torch.linalg.eigvalsh(K)
+        lo, hi = float(s[0]), float(s[-1])
+    if lo < -PSD_RTOL * max(hi, 0.0) or (hi <= 0 and lo < 0):
+        raise ValueError(
+            f"`{name}` is not positive semi-definite: eigenvalue {lo:.3g} (largest {hi:.3g}); "
+            f"{scorer} needs the Gram of a positive-definite kernel: check the kernel, its "
+            "parameters, or a non-kernel similarity"
+        )
+
+
+def pow2_scale(*tensors: torch.Tensor) -> float:
+    """1.0 while the largest magnitude m of the tensors is below 2^500 (the sums and
+    differences of the scorers stay finite); else an even power of two 4^-k bringing m near 1
+    (exact: scaled results are the same bits, and square roots scale by 2^-k exactly)."""
+    m = max((float(t.abs().max()) for t in tensors if t.numel()), default=0.0)
+    if m < 2.0**500:
+        return 1.0
+    e = math.frexp(m)[1]
+    return 2.0 ** -(e + (e & 1))
 
 
 def check_cross_gram(K, n_corpus: int, name: str, device: torch.device) -> torch.Tensor:

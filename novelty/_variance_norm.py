@@ -79,6 +79,12 @@ class VarianceNorm:
         a = B.mean(dim=0)
         b = a.mean()
         A = (B - a[:, None] - a[None, :] + b) / N
+        if not bool(torch.isfinite(A).all()):
+            raise ValueError(
+                f"`K_corpus` entries are too large to centre (max |K| = "
+                f"{float(B.abs().max()):.3g}): the centred Gram overflows float64; rescale "
+                "the kernel (e.g. normalise it) or the data"
+            )
         s, U = _eigh_descending(A)
         top = float(s[0])
         if float(s[-1]) < -PSD_RTOL * max(top, 0.0) or top <= 0 and float(s[-1]) < 0:
@@ -140,7 +146,10 @@ class VarianceNorm:
     def _weights(self, alphas: list[float]) -> torch.Tensor:
         s = self.eigenvalues_
         al = torch.tensor(alphas, dtype=s.dtype, device=s.device)[:, None]
-        return s[None, :] / (s[None, :] + al) ** 2  # (n_alpha, M)
+        # s / (s + alpha)^2 as (s / (s + alpha)) / (s + alpha): the square overflows beyond
+        # s ~ 1e154 (weights 0), the quotients never do
+        t = s[None, :] + al
+        return s[None, :] / t / t  # (n_alpha, M)
 
     def _score(self, K, alpha, rank, conformance: bool) -> torch.Tensor:
         self._check_fitted()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from novelty import KNNScorer
 
@@ -56,3 +57,82 @@ def test_knn_rejects_unknown_aggregate(vectors, bad):
     fitted.aggregate = bad
     with pytest.raises(ValueError, match="aggregate"):
         fitted.score(Y @ X.T, (Y**2).sum(1))
+
+
+# ------------------------------------------------------------------ item 13: input gaps
+def _linear_problem(N=10, seed=6):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, 3))
+    return X, X @ X.T
+
+
+def _all_scorers():
+    from novelty import (
+        MeanEmbeddingScorer,
+        OCSVMScorer,
+        SOSREPScorer,
+        SpectralSupport,
+        VarianceNorm,
+    )
+
+    return {
+        "knn": KNNScorer(2),
+        "knn_mean": KNNScorer(2, aggregate="mean"),
+        "mean_embedding": MeanEmbeddingScorer(),
+        "ocsvm": OCSVMScorer(),
+        "sosrep": SOSREPScorer(),
+        "spectral_support": SpectralSupport(),
+        "mahalanobis": VarianceNorm(),
+        "conformance": VarianceNorm(),
+    }
+
+
+def _score(name, scorer, Kt, dt):
+    if name == "mahalanobis":
+        return scorer.mahalanobis(Kt, 1e-3)
+    if name == "conformance":
+        return scorer.conformance(Kt, 1e-3)
+    return scorer.score(Kt, dt)
+
+
+def _rbf(A, B):
+    return np.exp(-0.5 * ((A[:, None] - B[None]) ** 2).sum(-1))
+
+
+@pytest.mark.parametrize("name", list(_all_scorers()))
+def test_empty_test_gram_gives_empty_scores(name):
+    X, _ = _linear_problem()
+    K = _rbf(X, X)  # normalised and entrywise positive: every scorer accepts it
+    scorer = _all_scorers()[name].fit(K)
+    for Kt in (np.zeros((0, 10)), torch.zeros((0, 10), dtype=torch.float64)):
+        out = _score(name, scorer, Kt, np.zeros(0))
+        assert isinstance(out, torch.Tensor) and out.shape == (0,) and out.dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", list(_all_scorers()))
+def test_one_point_corpus_rule(name):
+    # one rule for every scorer: a corpus needs at least two points
+    with pytest.raises(ValueError, match="at least 2 corpus points"):
+        _all_scorers()[name].fit(np.array([[1.0]]))
+
+
+@pytest.mark.parametrize("name", ["mean_embedding", "ocsvm"])
+def test_indefinite_corpus_gram_rejected(name):
+    X, _ = _linear_problem()
+    K = _rbf(X, X)
+    rng = np.random.default_rng(1)
+    E = rng.normal(size=(10, 10))
+    bad = K - 3.0 * (E @ E.T) / 10  # clearly indefinite, still symmetric and finite
+    assert np.linalg.eigvalsh(bad).min() < -1.0
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        _all_scorers()[name].fit(bad)
+    _all_scorers()[name].fit(K)  # a PSD Gram is accepted
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "0", None, True])
+def test_sosrep_scorer_rejects_bad_seed(seed):
+    from novelty import SOSREPScorer
+
+    _, K = _linear_problem()
+    with pytest.raises(ValueError, match="seed"):
+        SOSREPScorer(seed=seed).fit(np.abs(K))

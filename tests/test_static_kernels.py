@@ -64,13 +64,24 @@ def test_integral_linear_interpolation_for_unequal_lengths():
     # a straight line sampled at 3 or at 5 points is the same function on [0, 1]
     line3 = np.linspace(0, 1, 3)[:, None] * np.array([[1.0, -2.0]])
     line5 = np.linspace(0, 1, 5)[:, None] * np.array([[1.0, -2.0]])
-    k = IntegralKernel(Linear())
+    exact = torch.tensor(5 / 3, dtype=torch.float64)  # integral of |t (1, -2)|^2 = 5 t^2
+    # one common grid: every entry is the trapezoid rule on 100 points of the same function
+    k = IntegralKernel(Linear(), n_grid=100)
     K = k.gram([line3, line5])
     torch.testing.assert_close(K[0, 0], K[1, 1])
     torch.testing.assert_close(K[0, 1], K[1, 1])
     torch.testing.assert_close(k.diag([line3, line5]), torch.diagonal(K))
-    # the exact integral of |t (1, -2)|^2 = 5 t^2 over [0, 1] is 5/3; trapezoid on 100 points
-    torch.testing.assert_close(K[1, 1], torch.tensor(5 / 3, dtype=torch.float64), rtol=1e-4, atol=0)
+    torch.testing.assert_close(K[1, 1], exact, rtol=1e-4, atol=0)
+    # default rule, per pair: one length on its own samples, two lengths on the 100-point grid
+    k = IntegralKernel(Linear())
+    K = k.gram([line3, line5])
+    torch.testing.assert_close(K[0, 1], exact, rtol=1e-4, atol=0)
+    own3 = 5 * (0.5 * 0.25 + 0.25 * 1.0)  # trapezoid weights (1/4, 1/2, 1/4) at t = 0, 1/2, 1
+    w5 = [0.125, 0.25, 0.25, 0.25, 0.125]
+    own5 = 5 * sum(w * t**2 for w, t in zip(w5, np.linspace(0, 1, 5)))
+    torch.testing.assert_close(K[0, 0], torch.tensor(own3, dtype=torch.float64))
+    torch.testing.assert_close(K[1, 1], torch.tensor(own5, dtype=torch.float64))
+    torch.testing.assert_close(k.diag([line3, line5]), torch.diagonal(K))
 
 
 def test_integral_values_do_not_depend_on_the_rest_of_the_call():

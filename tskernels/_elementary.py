@@ -10,7 +10,7 @@ import torch
 
 from ._base import Kernel
 from ._static import RBF, StaticKernel
-from ._validation import SeriesBatch
+from ._validation import SeriesBatch, check_int
 
 __all__ = ["DEFAULT_N_GRID", "FlattenedKernel", "IntegralKernel", "resample_linear"]
 
@@ -23,6 +23,7 @@ def _check_static(static) -> None:
         raise TypeError(
             f"`static` must be a StaticKernel (Linear, RBF, Polynomial, Laplacian), got {static!r}"
         )
+    static.check_params()  # its parameters, at every use
 
 
 class FlattenedKernel(Kernel):
@@ -95,6 +96,17 @@ def _trapezoid_weights(T: int, dtype, device) -> torch.Tensor:
     return w
 
 
+def _trapezoid_weight_rows(batch: SeriesBatch) -> torch.Tensor:
+    """(n, T_max): the trapezoid weights of each series on its own L_i samples, then zeros."""
+    v, L = batch.values, batch.lengths
+    t = torch.arange(batch.length, device=v.device)[None, :]
+    Lf = L.to(v.dtype)[:, None]
+    w = torch.where(t < L[:, None], 1.0 / (Lf - 1.0).clamp_min(1.0), torch.zeros((), dtype=v.dtype))
+    ends = (t == 0) | (t == L[:, None] - 1)
+    w = torch.where(ends & (L[:, None] > 1), 0.5 * w, w)
+    return w
+
+
 class IntegralKernel(Kernel):
     r"""Integral of the static kernel along time, trapezoid rule on [0, 1]:
 
@@ -103,11 +115,15 @@ class IntegralKernel(Kernel):
               w = \tfrac{1}{T-1}(\tfrac12, 1, \dots, 1, \tfrac12).
 
     Unequal lengths: every series is read as the piecewise-linear function through its
-    samples at equispaced times of [0, 1] and resampled, by linear interpolation, on a common
-    grid of ``n_grid`` points. With ``n_grid=None`` (default) series are used on their own
-    samples when every series of the call has the same length, and resampled on a grid of
-    ``DEFAULT_N_GRID`` (= 100) points otherwise, so a value never depends on the other series
-    of the call; ``diag`` and ``normalize=True`` use the same rule.
+    samples at equispaced times of [0, 1]. With ``n_grid`` given, every series is resampled,
+    by linear interpolation, on a common grid of ``n_grid`` points (one quadrature for all
+    pairs: positive semi-definite on any batch). With ``n_grid=None`` (default) the rule is
+    per pair: two series of one length are integrated on their own samples, two series of
+    different lengths on a grid of ``DEFAULT_N_GRID`` (= 100) points. A value is then a
+    function of the pair alone, never of the other series of the call, and ``diag`` and
+    ``normalize=True`` follow the same rule; but a Gram mixing lengths is not guaranteed
+    positive semi-definite (the quadrature changes with the pair): pass ``n_grid`` when that
+    matters.
     """
 
     supports_unequal_length = True
@@ -135,28 +151,34 @@ class IntegralKernel(Kernel):
     def _pair_bytes(self, X, Y):
         return 3 * max(X.length, Y.length) * self._itemsize
 
-    def _grid(self, *batches: SeriesBatch) -> int | None:
-        """The common grid of a call: ``n_grid``, else None when every series of the call has
-        one length (own samples), else DEFAULT_N_GRID."""
-        if self.n_grid is not None:
-            return int(self.n_grid)
-        lengths = torch.cat([b.lengths for b in batches])
-        return None if bool((lengths == lengths[0]).all()) else DEFAULT_N_GRID
-
     def _assemble(self, X, Y):
-        # Resample once for the whole call (not per block) when lengths differ.
-        T = self._grid(X) if Y is None else self._grid(X, Y)
-        if T is None:
+        # Resample once for the whole call (not per block).
+        if self.n_grid is not None:
+            T = check_int(self.n_grid, "n_grid", minimum=1)
+            return super()._assemble(
+                self._on_grid(X, T), None if Y is None else self._on_grid(Y, T)
+            )
+        Y_ = X if Y is None else Y
+        lengths = torch.cat([X.lengths, Y_.lengths])
+        if bool((lengths == lengths[0]).all()):
             return super()._assemble(X, Y)
-        Xr = self._on_grid(X, T)
-        Yr = None if Y is None else self._on_grid(Y, T)
-        return super()._assemble(Xr, Yr)
+        # every pair on the common grid, then the pairs of one length on their own samples
+        K = super()._assemble(
+            self._on_grid(X, DEFAULT_N_GRID),
+            None if Y is None else self._on_grid(Y, DEFAULT_N_GRID),
+        )
+        for L in torch.unique(X.lengths).tolist():
+            ix = torch.nonzero(X.lengths == L).flatten()
+            iy = ix if Y is None else torch.nonzero(Y.lengths == L).flatten()
+            if iy.numel() == 0:
+                continue
+            Xs = SeriesBatch(X.values[ix, :L], X.lengths[ix])
+            Ys = None if Y is None else SeriesBatch(Y.values[iy, :L], Y.lengths[iy])
+            K[ix[:, None], iy[None, :]] = super()._assemble(Xs, Ys)
+        return K
 
     def _normalizing_diags(self, X: SeriesBatch, Y: SeriesBatch):
-        T = self._grid(X, Y)
-        if T is None:
-            return super()._normalizing_diags(X, Y)
-        return super()._normalizing_diags(self._on_grid(X, T), self._on_grid(Y, T))
+        return self._checked_diag(X), self._checked_diag(Y)
 
     @staticmethod
     def _on_grid(batch: SeriesBatch, T: int) -> SeriesBatch:
@@ -171,8 +193,10 @@ class IntegralKernel(Kernel):
         return torch.einsum("t,tnm->nm", w, per_step)
 
     def _diag(self, X: SeriesBatch) -> torch.Tensor:
-        T = self._grid(X)
-        if T is not None:
-            X = self._on_grid(X, T)
-        w = _trapezoid_weights(X.length, X.values.dtype, X.values.device)
-        return self._static.self_values(X.values) @ w
+        if self.n_grid is not None:
+            X = self._on_grid(X, check_int(self.n_grid, "n_grid", minimum=1))
+        if X.equal_length:
+            w = _trapezoid_weights(X.length, X.values.dtype, X.values.device)
+            return self._static.self_values(X.values) @ w
+        # each series on its own samples: trapezoid weights per length, 0 on the padding
+        return (self._static.self_values(X.values) * _trapezoid_weight_rows(X)).sum(1)

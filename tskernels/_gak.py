@@ -37,13 +37,23 @@ def gak_median_sigma(X: SeriesBatch, random_state: int | None = 0) -> float:
     rng = np.random.default_rng(random_state)
     k = min(_N_SIGMA_SAMPLES, len(points))
     sample = points[rng.choice(len(points), size=k, replace=False)]
-    med = float(np.median(pdist(sample))) if k > 1 else 0.0
+    top = float(np.abs(sample).max()) if k else 0.0
+    # points beyond 2^(+-400): distances of the points scaled by a power of two (exact), so
+    # the squares inside pdist neither overflow nor lose their digits as subnormals
+    c = 1.0 if top == 0.0 or 2.0**-400 < top < 2.0**400 else 2.0 ** -math.frexp(top)[1]
+    med = float(np.median(pdist(sample * c))) / c if k > 1 else 0.0
     if not med > 0:
         raise ValueError(
             "cannot set `sigma` by the median heuristic: the sampled time points are all "
             "identical (median distance 0); pass `sigma` explicitly"
         )
     return med * math.sqrt(float(np.median(lengths)))
+
+
+#: sigma outside [2^-100, 2^100] is brought into [1/2, 1) with the data, by a power of two.
+_SIGMA_RANGE = (2.0**-100, 2.0**100)
+#: Largest |x| / sigma accepted (squared distances over 2 sigma^2 stay finite).
+_MAX_DATA_OVER_SIGMA = 2.0**400
 
 
 def _numpy_batch(X: SeriesBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -120,8 +130,9 @@ class GlobalAlignmentKernel(Kernel):
     #: Use the torch wavefront on the CPU too (tests of the GPU code path).
     _force_wavefront: bool = False
     _divergence_hint = (
-        "Raw GAK values overflow float64 for long series (they grow like (3+2*sqrt(2))^T): "
-        "use normalized=True (the default) or log_gram()."
+        "Raw GAK values overflow float64 for long series (they grow like (3+2*sqrt(2))^T) "
+        "and underflow for series far apart on the scale of sigma: use normalized=True (the "
+        "default) or log_gram()."
     )
 
     def __init__(
@@ -216,8 +227,25 @@ class GlobalAlignmentKernel(Kernel):
         self._resolve_sigma(Xb)
         return self._log_block(Xb, Xb if Yb is None else Yb, Yb is None).to(self._dtype)
 
+    def _on_sigma_scale(self, sigma: float, *batches: SeriesBatch):
+        """(batches, sigma) rescaled together by a power of two when sigma is extreme (the
+        kernel depends on |x - y| / sigma only, so the values are the same); raises when the
+        data are too large for sigma (squared distances would overflow)."""
+        lo, hi = _SIGMA_RANGE
+        c = 1.0 if lo <= sigma <= hi else 2.0 ** -math.frexp(sigma)[1]
+        top = max(float(b.values.abs().max()) for b in batches)
+        if top * c > _MAX_DATA_OVER_SIGMA * (sigma * c):
+            raise ValueError(
+                f"{self._describe()}: the data reach |x| = {top:.3g}, beyond 2^400 times "
+                f"sigma = {sigma:.3g}, so squared distances overflow; rescale the data (e.g. "
+                "z-score them) or use a larger `sigma`"
+            )
+        if c == 1.0:
+            return batches, sigma
+        return tuple(SeriesBatch(b.values * c, b.lengths) for b in batches), sigma * c
+
     def _log_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
-        sigma = self._resolve_sigma(X)
+        (X, Y), sigma = self._on_sigma_scale(self._resolve_sigma(X), X, Y)
         inv2s2 = 1.0 / (2.0 * sigma * sigma)
         w, band = self._weights(max(X.length, Y.length))
         if self._device.type == "cpu" and not self._force_wavefront:
@@ -262,7 +290,7 @@ class GlobalAlignmentKernel(Kernel):
         return torch.cat(parts) if len(parts) > 1 else parts[0]
 
     def _log_diag(self, X: SeriesBatch) -> torch.Tensor:
-        sigma = self._resolve_sigma(X)
+        (X,), sigma = self._on_sigma_scale(self._resolve_sigma(X), X)
         w, band = self._weights(X.length)
         if self._device.type == "cpu" and not self._force_wavefront:
             V, VT, L, R = _numpy_batch(X)

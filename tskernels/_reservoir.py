@@ -35,6 +35,16 @@ def _right_aligned(X: SeriesBatch, T: int) -> tuple[torch.Tensor, torch.Tensor |
     return out, start
 
 
+def point_norms(values: torch.Tensor) -> torch.Tensor:
+    """|x_t| over the last axis without overflow or underflow of the squares: each point is
+    divided by a power of two near its largest coordinate first (exact), (..., d) -> (...)."""
+    m = values.abs().amax(-1, keepdim=True)
+    _, e = torch.frexp(m)
+    scale = torch.ldexp(torch.ones_like(m), -e)  # 2^-e, m * 2^-e in [0.5, 1)
+    scale = torch.where(m > 0, scale, torch.ones_like(m))
+    return torch.linalg.vector_norm(values * scale, dim=-1) / scale[..., 0]
+
+
 def vrk_torch(xa, sx, ya, sy, tau2: float, lam2: float) -> torch.Tensor:
     """Gram (n, m) of right-aligned batches xa (n, T, d), ya (m, T, d) with first valid steps
     sx, sy (None: all valid), by the recursion over time chunks of batched inner products
@@ -127,21 +137,22 @@ class VolterraReservoirKernel(Kernel):
         if not self.clip_inputs:
             return X
         radius = 1.0 / float(self.tau) - 0.1
-        norms = torch.linalg.vector_norm(X.values, dim=-1, keepdim=True)
+        norms = point_norms(X.values)[..., None]  # finite for any finite data
         scale = torch.clamp(radius / norms.clamp_min(torch.finfo(norms.dtype).tiny), max=1.0)
         return SeriesBatch(X.values * scale, X.lengths)
 
     def _check_admissible(self, X: SeriesBatch, Y: SeriesBatch) -> None:
         tau, _ = self._check_options()
         T = min(X.length, Y.length)
-        nx = torch.linalg.vector_norm(_right_aligned(X, T)[0], dim=-1).amax(0)  # (T,)
-        ny = torch.linalg.vector_norm(_right_aligned(Y, T)[0], dim=-1).amax(0)
-        worst = float((nx * ny).max())
-        if tau * tau * worst >= 1.0:
+        nx = point_norms(_right_aligned(X, T)[0]).amax(0)  # (T,)
+        ny = point_norms(_right_aligned(Y, T)[0]).amax(0)
+        # sqrt(|x_t| |y_t|) as a product of square roots: finite for any finite data
+        root = float((torch.sqrt(nx) * torch.sqrt(ny)).max())
+        if tau * root >= 1.0:
             raise ValueError(
                 f"{self._describe()} needs tau^2 |x_t| |y_t| < 1 at every aligned time step, "
-                f"but the data reach |x_t| |y_t| = {worst:.6g}, so `tau` must be below "
-                f"{worst**-0.5:.6g} (got tau={tau!r}); lower `tau`, rescale the series, "
+                f"but the data reach |x_t| |y_t| = {root:.6g}^2, so `tau` must be below "
+                f"{1.0 / root:.6g} (got tau={tau!r}); lower `tau`, rescale the series, "
                 "or pass clip_inputs=True (shrinks each time point to norm 1/tau - 0.1)"
             )
 

@@ -9,7 +9,7 @@ import torch
 from ._base import Kernel, NonFiniteKernelError
 from ._registry import KernelSpec, register
 from ._signature_pde_torch import double_difference, pde_wavefront
-from ._static import RBF, Linear, StaticKernel
+from ._static import CENTRE_ABOVE_RATIO, RBF, Linear, StaticKernel
 from ._validation import SeriesBatch, check_int, check_positive
 
 __all__ = ["SignaturePDEKernel", "lifted_increments", "lifted_increments_pairs", "check_static"]
@@ -25,7 +25,7 @@ def check_static(static) -> StaticKernel:
         raise TypeError(
             f"`static` must be a StaticKernel (Linear, RBF, Polynomial, Laplacian), got {static!r}"
         )
-    return static
+    return static.check_params()  # its parameters, at every use
 
 
 def lifted_increments(static: StaticKernel, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -187,6 +187,14 @@ class SignaturePDEKernel(Kernel):
                 nb.pde_linear_pairs(dx, dy, ii, jj, lam1, lam2, out, numba.get_num_threads())
             elif type(static) is RBF:
                 gamma = 0.5 / float(static.sigma) ** 2
+                # data far from the origin on sigma's scale are centred on a common shift
+                # (the compiled lift expands |x|^2 + |y|^2 - 2<x, y>): the distances keep
+                # their digits at any offset, as in tskernels._static.sqdist
+                d = x64.shape[-1]
+                pts = torch.cat([x64.reshape(-1, d), y64.reshape(-1, d)])
+                if float((pts * pts).sum(1).max()) * gamma > 0.5 * CENTRE_ABOVE_RATIO:
+                    shift = pts.mean(0)
+                    x64, y64 = x64 - shift, y64 - shift
                 nb.pde_rbf_pairs(
                     np.ascontiguousarray(x64.numpy()),
                     np.ascontiguousarray(y64.numpy()),

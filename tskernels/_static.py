@@ -19,10 +19,13 @@ from ._validation import as_vectors, check_int, check_nonnegative, check_positiv
 __all__ = ["StaticKernel", "Linear", "RBF", "Polynomial", "Laplacian", "sqdist", "exact_dist"]
 
 
-#: Largest (radius / length scale)^2 of the centred points for which squared distances come
-#: from the matrix-product expansion (absolute error ~ eps * radius^2, so the exponent of a
-#: radial kernel is then off by at most ~1e-8); beyond it they come from the differences.
+#: Squared distances come from the matrix-product expansion |x|^2 + |y|^2 - 2 <x, y>, whose
+#: absolute error is ~ eps * radius^2, as long as (radius / length scale)^2 stays below
+#: ``EXPANSION_MAX_RATIO`` (the exponent of a radial kernel is then off by at most ~1e-8).
+#: The points are used as given up to ``CENTRE_ABOVE_RATIO`` (error ~1e-12: data on the
+#: kernel's scale, bitwise as before) and centred on a common shift beyond it.
 EXPANSION_MAX_RATIO = 1e8
+CENTRE_ABOVE_RATIO = 1e4
 
 
 def _centred(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,19 +41,25 @@ def _centred(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
 def sqdist(x: torch.Tensor, y: torch.Tensor, length_scale: float = 1.0) -> torch.Tensor:
     """|x_a - y_b|^2 for batched point sets, (..., p, d) x (..., q, d) -> (..., p, q).
 
-    The points are first centred on a common shift (translation invariance at any offset).
-    When the centred radius R is small against ``length_scale`` (R^2 / l^2 <=
-    ``EXPANSION_MAX_RATIO``, always so for data on the kernel's scale) the distances come from
-    one matrix product, |x|^2 + |y|^2 - 2 <x, y>; otherwise from the differences themselves
-    (exact at any magnitude; distances whose square overflows are +inf).
+    Translation invariant at any offset and exact at any magnitude: points far from the origin
+    on the scale of ``length_scale`` (|x|^2 / l^2 > ``CENTRE_ABOVE_RATIO``) are first centred
+    on a common shift; the distances then come from one matrix product,
+    |x|^2 + |y|^2 - 2 <x, y>, while the radius R satisfies R^2 / l^2 <=
+    ``EXPANSION_MAX_RATIO`` (always so for data on the kernel's scale), and from the
+    differences themselves beyond it (distances whose square overflows are +inf).
     """
-    x, y = _centred(x, y)
+    if x.numel() == 0 or y.numel() == 0:
+        return x.new_zeros(x.shape[:-1] + y.shape[-2:-1])
+    l2 = length_scale * length_scale
     xx = (x * x).sum(-1)
     yy = (y * y).sum(-1)
-    if xx.numel() == 0 or yy.numel() == 0:
-        return xx.new_zeros(xx.shape + yy.shape[-1:])
     r2 = float(torch.maximum(xx.amax(), yy.amax()))
-    if r2 <= EXPANSION_MAX_RATIO * length_scale * length_scale:
+    if r2 > CENTRE_ABOVE_RATIO * l2:
+        x, y = _centred(x, y)
+        xx = (x * x).sum(-1)
+        yy = (y * y).sum(-1)
+        r2 = float(torch.maximum(xx.amax(), yy.amax()))
+    if r2 <= EXPANSION_MAX_RATIO * l2:
         d2 = xx[..., :, None] + yy[..., None, :] - 2.0 * (x @ y.transpose(-1, -2))
         return d2.clamp_min_(0.0)  # rounding only: |x-y|^2 >= 0 exactly
     return exact_dist(x, y) ** 2
