@@ -240,3 +240,9 @@ def test_gak_extreme_scales(scale):
     torch.testing.assert_close(
         tk.GAK(sigma=sigma * scale).gram(X5 * scale), ref, rtol=1e-10, atol=1e-12
     )
+
+
+def test_float32_overflowing_input_named():
+    k = tk.FlattenedKernel(tk.Linear(), dtype=torch.float32)
+    with pytest.raises(ValueError, match="beyond the torch.float32 range"):
+        k.gram(X5 * 1e100)

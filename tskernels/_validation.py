@@ -119,7 +119,13 @@ def _to_tensor(a, name: str, dtype: torch.dtype, device: torch.device) -> torch.
         t = torch.from_numpy(np.ascontiguousarray(arr))
     if t.is_complex():
         raise TypeError(f"`{name}` must be real-valued, got {t.dtype}")
-    return t.to(device=device, dtype=dtype)
+    out = t.to(device=device, dtype=dtype)
+    if out.dtype != t.dtype and t.is_floating_point() and not all_finite(out) and all_finite(t):
+        raise ValueError(
+            f"`{name}` holds values beyond the {dtype} range (max |x| = "
+            f"{float(t.abs().max()):.3g}); use dtype=torch.float64 or rescale the data"
+        )
+    return out
 
 
 def all_finite(t: torch.Tensor) -> bool:
