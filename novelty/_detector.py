@@ -1,44 +1,40 @@
-r"""A scikit-learn novelty detector on multivariate time series: kernel + Gram-level scorer.
+r"""A scikit-learn novelty detector on multivariate time series: kernels + Gram-level scorers,
+conformally calibrated.
 
-``fit(X)`` on normal series: optional pre-processing (:class:`tskernels.transforms.Preprocessor`,
-fitted on the corpus), the corpus Gram of ``kernel`` (normalised by default), and a scorer
-fitted on it. ``score_samples`` is higher for more normal series (minus the scorer's novelty
-score: minus a distance, :math:`F_n(x) - 1`, :math:`\log f(x)^2`, ...).
-``decision_function = score_samples - offset_`` and ``predict`` gives +1 (inlier) where it is
->= 0, -1 otherwise. ``offset_`` is the ``1 - quantile`` quantile of out-of-fold corpus scores
-(leave-one-out for N <= 20 corpus series, else 5 folds): in-sample scores would be optimistic
-(a corpus series has conformance 0).
+``fit(X)`` on normal series fits one or more members (:mod:`novelty._members`: pre-processing
+fitted on the corpus, a kernel, a Gram-level scorer) and their held-out (leave-one-out or
+cross-fitted) novelty scores of the corpus series. With several members (the default recipe,
+or ``kernel="auto"``), each member's novelty is put on one scale by its held-out scores,
+:math:`z = (s - \operatorname{median}(c)) / \operatorname{IQR}(c)`, and the detector's novelty
+is the mean of the :math:`z`.
 
-Input: an array (n, T, d), a list of (T_i, d) arrays, or a 2-D array (n, T) read as n
-univariate series.
+``score_samples`` is minus that novelty (higher = more normal). The held-out novelty scores
+:math:`c_1..c_n` of the corpus calibrate the threshold conformally (:mod:`novelty._calibration`):
+``p_values(X)`` gives :math:`p = (1 + \#\{c_i \ge s\}) / (n + 1)` and ``predict`` flags
+:math:`p \le` ``contamination``, so a new normal series is flagged with probability at most
+``contamination`` (exchangeability; up to the leave-one-out approximation, O(1/n)).
+``decision_function = score_samples - offset_`` is negative exactly where ``predict`` is -1.
+
+Input: an array (n, T, d), a list of (T_i, d) arrays, any sktime Panel container, tslearn's
+NaN-padded arrays, or a 2-D array (n, T) read as n univariate series
+(:func:`novelty.as_series_collection`).
 """
 
 from __future__ import annotations
 
+import math
+import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import torch
-from sklearn.base import BaseEstimator, OutlierMixin, clone
+from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._baselines import KNNScorer, MeanEmbeddingScorer, OCSVMScorer
-from ._sosrep import SOSREPScorer
-from ._spectral_support import SpectralSupport
-from ._variance_norm import VarianceNorm
+from ._calibration import conformal_p_values, conformal_threshold, min_corpus_for
+from ._members import SCORERS, Member, MemberSpec, preprocess_mode, robust_scale
 
 __all__ = ["KernelNoveltyDetector", "SCORERS"]
-
-SCORERS = ("conformance", "mahalanobis", "sse", "sosrep", "knn", "mean_embedding", "ocsvm")
-#: Corpus sizes up to this use leave-one-out scores for the threshold, larger ones K folds.
-LOO_MAX = 20
-THRESHOLD_FOLDS = 5
-
-
-def _default_kernel():
-    from tskernels import RBF, IntegralKernel
-
-    return IntegralKernel(RBF(2.0))
 
 
 class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
@@ -46,22 +42,43 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : a ``tskernels.Kernel`` (default ``IntegralKernel(RBF(2.0))``); tuned through
-        ``kernel__<param>`` in ``GridSearchCV``.
-    scorer : one of "conformance", "mahalanobis" (variance norm), "sse" (spectral support),
-        "sosrep", "knn", "mean_embedding", "ocsvm".
-    alpha : float > 0, Tikhonov parameter of the variance-norm scorers.
-    rank : int or None, number of principal components of the variance-norm scorers
-        (None: every component above 1e-10, at most 50).
-    preprocess : bool, apply the protocol's pre-processing fitted on the corpus.
-    quantile : float in (0, 1), share of (held-out) normal series predicted as inliers.
+    kernel : ``None`` (default), ``"auto"`` or a ``tskernels.Kernel``.
+        ``None``: the default recipe (:func:`novelty.default_members`), chosen from the
+        benchmark in docs/results_detector.md. ``"auto"``: kernels and scorers chosen on the
+        normal series alone (:mod:`novelty._auto`: held-out normal series against synthetic
+        anomalies), ``selection_`` shows the candidates. A kernel: that kernel with ``scorer``;
+        tuned through ``kernel__<param>`` in ``GridSearchCV``.
+    scorer : "knn" (default), "conformance", "mahalanobis" (variance norm), "sse" (spectral
+        support), "sosrep", "mean_embedding", "ocsvm", or "auto" (with an explicit kernel:
+        the scorer is chosen like ``kernel="auto"`` chooses). Ignored when ``kernel`` is None
+        or "auto".
+    contamination : float in (0, 0.5], default 0.05. The share of new normal series that
+        ``predict`` may flag (a conformal guarantee: at most this, up to O(1/n)). A corpus of
+        fewer than ``1/contamination - 1`` series cannot flag anything (a warning says so).
+    alpha : float > 0, default 1e-2, Tikhonov parameter of the variance-norm scorers (relative
+        to the normalised kernel, whose centred spectrum sums to at most 1).
+    rank : int or None, components of the variance-norm scorers (None: every component above
+        1e-10, at most 50).
+    preprocess : True (default), "step" or False. Pre-processing fitted on the corpus before
+        the kernel (:class:`tskernels.transforms.Preprocessor`): pooling to at most 100 steps,
+        z-score, clip at 5, a zero basepoint. True z-scores per channel (series of any length
+        can then be scored); "step" per (time step, channel), the reference protocol's.
     normalize : bool, normalise the kernel in feature space, K(x,y)/sqrt(K(x,x)K(y,y)).
-    scorer_params : dict or None, extra parameters of the scorer (``lam``/``filter`` for
-        "sse", ``lr``/``tol`` for "sosrep", ``n_neighbors`` for "knn", ``nu`` for "ocsvm",
-        ``threshold`` for the variance norm).
+    scorer_params : dict or None, extra parameters of the scorer (``n_neighbors`` and
+        ``aggregate`` for "knn", ``lam``/``filter`` for "sse", ``lr``/``tol`` for "sosrep",
+        ``nu`` for "ocsvm", ``threshold`` for the variance norm).
     normal_label : label or None. None (default): ``fit`` ignores ``y`` and every series of X
-        is normal. Otherwise ``fit(X, y)`` uses only the series with ``y == normal_label``, so
-        that ``GridSearchCV`` on labelled data fits each fold on its normal series only.
+        is normal. Otherwise ``fit(X, y)`` uses only the series with ``y == normal_label``.
+    max_time : float, seconds that ``kernel="auto"`` may spend on selection (default 60).
+    random_state : int, seed of the synthetic anomalies and fold splits of the selection.
+
+    Attributes
+    ----------
+    members_ : list of fitted members; ``kernel_``, ``scorer_``, ``corpus_``,
+        ``preprocessor_`` are those of the first member.
+    calibration_scores_ : array (n,), held-out novelty scores of the corpus series.
+    offset_ : float, minus the conformal novelty threshold.
+    selection_ : pandas DataFrame of the candidates with their selection scores (auto only).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -73,28 +90,33 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def __init__(
         self,
         kernel=None,
-        scorer: str = "conformance",
-        alpha: float = 1e-8,
+        scorer: str = "knn",
+        contamination: float = 0.05,
+        alpha: float = 1e-2,
         rank: int | None = None,
-        preprocess: bool = True,
-        quantile: float = 0.95,
+        preprocess: bool | str = True,
         normalize: bool = True,
         scorer_params: dict | None = None,
         normal_label=None,
+        max_time: float = 60.0,
+        random_state: int = 0,
     ):
         self.kernel = kernel
         self.scorer = scorer
+        self.contamination = contamination
         self.alpha = alpha
         self.rank = rank
         self.preprocess = preprocess
-        self.quantile = quantile
         self.normalize = normalize
         self.scorer_params = scorer_params
         self.normal_label = normal_label
+        self.max_time = max_time
+        self.random_state = random_state
 
     # ------------------------------------------------------------------ sklearn API
     def fit(self, X, y=None) -> KernelNoveltyDetector:
         """Fit on normal series: all of X, or those with ``y == normal_label`` if that is set."""
+        start = time.perf_counter()
         self._check_params()
         Xs = self._series(X, reset=True)
         Xs = self._normal_rows(Xs, y)
@@ -104,33 +126,49 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"KernelNoveltyDetector needs at least 3 normal series (a corpus and held-out "
                 f"scores for the threshold), got {n} sample{'s' if n != 1 else ''}"
             )
-        self.n_channels_ = Xs.shape[2] if isinstance(Xs, np.ndarray) else Xs[0].shape[1]
-        if self.preprocess:
-            from tskernels.transforms import Preprocessor
-
-            self.preprocessor_ = Preprocessor().fit(Xs)
-            Xs = self.preprocessor_.transform(Xs)
-        self.kernel_ = _default_kernel() if self.kernel is None else clone(self.kernel)
-        self.corpus_ = Xs
-        K = self.kernel_.gram(Xs, normalize=self.normalize)
-        self.scorer_ = self._make_scorer().fit(K)
-        held_out = self._out_of_fold_scores(K)
-        self.offset_ = float(np.quantile(held_out, 1.0 - self.quantile))
+        self.n_channels_ = _channels(Xs)
+        self.n_corpus_ = n
+        specs = self._member_specs(Xs, start)
+        preprocessors: dict = {}
+        self.members_ = [Member(spec).fit(Xs, preprocessors) for spec in specs]
+        if len(self.members_) > 1:
+            self.scales_ = [robust_scale(m.calibration_) for m in self.members_]
+        else:
+            self.scales_ = None
+        cal = self._combine([m.calibration_ for m in self.members_])
+        if np.isnan(cal).any():
+            raise ValueError("held-out novelty scores of the corpus are NaN: the scorer failed")
+        self.calibration_scores_ = cal
+        threshold = conformal_threshold(cal, self.contamination)
+        if math.isinf(threshold) and threshold > 0:
+            warnings.warn(
+                f"with {n} corpus series no series can be flagged at contamination="
+                f"{self.contamination} (conformal p-values are at least 1/(n+1)); use at least "
+                f"{min_corpus_for(self.contamination)} series or a larger contamination",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.threshold_ = threshold
+        self.offset_ = -threshold
+        self.fit_seconds_ = time.perf_counter() - start
         return self
 
     def score_samples(self, X) -> np.ndarray:
         """Normality score per series (higher = more normal), array (n,)."""
-        check_is_fitted(self, "scorer_")
-        Kt, diag = self._test_grams(X)
-        return -self._novelty(self.scorer_, Kt, diag).cpu().numpy()
+        return -self._novelty(X)
 
     def decision_function(self, X) -> np.ndarray:
-        """score_samples - offset_: negative for predicted outliers, array (n,)."""
+        """score_samples - offset_: negative exactly for predicted outliers, array (n,)."""
         return self.score_samples(X) - self.offset_
 
     def predict(self, X) -> np.ndarray:
-        """+1 for inliers, -1 for outliers, array (n,)."""
+        """+1 for inliers, -1 for outliers (conformal p-value <= contamination), array (n,)."""
         return np.where(self.decision_function(X) >= 0, 1, -1)
+
+    def p_values(self, X) -> np.ndarray:
+        r"""Conformal p-values :math:`(1 + \#\{c_i \ge s(x)\}) / (n + 1)`, array (n,): small =
+        unlike the corpus; for a new normal series :math:`P(p \le \varepsilon) \le \varepsilon`."""
+        return conformal_p_values(self.calibration_scores_, self._novelty(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -138,7 +176,84 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         tags.non_deterministic = False
         return tags
 
+    # ------------------------------------------------------------------ single-member views
+    @property
+    def kernel_(self):
+        check_is_fitted(self, "members_")
+        return self.members_[0].kernel_
+
+    @property
+    def scorer_(self):
+        check_is_fitted(self, "members_")
+        return self.members_[0].scorer_
+
+    @property
+    def corpus_(self):
+        check_is_fitted(self, "members_")
+        return self.members_[0].corpus_
+
+    @property
+    def preprocessor_(self):
+        check_is_fitted(self, "members_")
+        return self.members_[0].preprocessor_
+
     # ------------------------------------------------------------------ internals
+    def _member_specs(self, Xs, start: float) -> list[MemberSpec]:
+        from ._auto import default_members, select_members
+
+        if self.kernel is None:
+            return default_members(Xs)
+        if isinstance(self.kernel, str):
+            if self.kernel != "auto":
+                raise ValueError(f'`kernel` must be None, "auto" or a kernel, got {self.kernel!r}')
+            specs, self.selection_ = select_members(
+                Xs,
+                max_time=float(self.max_time) - (time.perf_counter() - start),
+                random_state=self.random_state,
+            )
+            return specs
+        if self.scorer == "auto":
+            specs, self.selection_ = select_members(
+                Xs,
+                kernels=[self.kernel],
+                max_time=float(self.max_time) - (time.perf_counter() - start),
+                random_state=self.random_state,
+                preprocess=self.preprocess,
+                normalize=self.normalize,
+            )
+            return specs
+        return [
+            MemberSpec(
+                kernel=self.kernel,
+                scorer=self.scorer,
+                alpha=float(self.alpha),
+                rank=self.rank,
+                scorer_params=dict(self.scorer_params or {}),
+                preprocess=self.preprocess,
+                normalize=bool(self.normalize),
+            )
+        ]
+
+    def _combine(self, scores: list[np.ndarray]) -> np.ndarray:
+        if self.scales_ is None:
+            return np.asarray(scores[0], dtype=np.float64)
+        z = [(s - med) / iqr for s, (med, iqr) in zip(scores, self.scales_)]
+        return np.mean(z, axis=0)
+
+    def _novelty(self, X) -> np.ndarray:
+        check_is_fitted(self, "members_")
+        Xs = self._series(X, reset=False)
+        d = _channels(Xs)
+        if d != self.n_channels_:
+            from ._layouts import single_series_hint
+
+            hint = single_series_hint(X, self.n_channels_)
+            raise ValueError(
+                f"channel mismatch: the detector was fitted on series with d={self.n_channels_} "
+                f"channels, got d={d}" + (f"; {hint}" if hint else "")
+            )
+        return self._combine([m.novelty(Xs) for m in self.members_])
+
     def _normal_rows(self, Xs, y):
         if self.normal_label is None or y is None:
             return Xs
@@ -154,119 +269,40 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return Xs[keep] if isinstance(Xs, np.ndarray) else [Xs[i] for i in keep]
 
     def _check_params(self) -> None:
-        if self.scorer not in SCORERS:
-            raise ValueError(f"`scorer` must be one of {SCORERS}, got {self.scorer!r}")
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, Real) or self.alpha <= 0:
+        if not (self.scorer in SCORERS or self.scorer == "auto"):
+            raise ValueError(f"`scorer` must be one of {SCORERS} or 'auto', got {self.scorer!r}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, Real) or not self.alpha > 0:
             raise ValueError(f"`alpha` must be a positive float, got {self.alpha!r}")
         if self.rank is not None and (
             isinstance(self.rank, bool) or not isinstance(self.rank, Integral) or self.rank < 1
         ):
             raise ValueError(f"`rank` must be None or an integer >= 1, got {self.rank!r}")
-        q = self.quantile
-        if isinstance(q, bool) or not isinstance(q, Real) or not 0 < q < 1:
-            raise ValueError(f"`quantile` must be a float in (0, 1), got {q!r}")
+        c = self.contamination
+        if isinstance(c, bool) or not isinstance(c, Real) or not 0 < c <= 0.5:
+            raise ValueError(f"`contamination` must be a float in (0, 0.5], got {c!r}")
         if self.scorer_params is not None and not isinstance(self.scorer_params, dict):
             raise ValueError(f"`scorer_params` must be a dict or None, got {self.scorer_params!r}")
-        if self.scorer == "sse" and not self.normalize:
+        if self.scorer == "sse" and not self.normalize and self.kernel not in (None, "auto"):
             raise ValueError("scorer='sse' needs a normalised kernel: set normalize=True")
-
-    def _make_scorer(self):
-        params = dict(self.scorer_params or {})
-        if self.scorer in ("conformance", "mahalanobis"):
-            if self.rank is not None:
-                params["max_rank"] = int(self.rank)
-            return VarianceNorm(**params)
-        cls = {
-            "sse": SpectralSupport,
-            "sosrep": SOSREPScorer,
-            "knn": KNNScorer,
-            "mean_embedding": MeanEmbeddingScorer,
-            "ocsvm": OCSVMScorer,
-        }[self.scorer]
-        return cls(**params)
+        t = self.max_time
+        if isinstance(t, bool) or not isinstance(t, Real) or not t > 0:
+            raise ValueError(f"`max_time` must be a positive number of seconds, got {t!r}")
+        preprocess_mode(self.preprocess)
+        if isinstance(self.random_state, bool) or not isinstance(self.random_state, Integral):
+            raise ValueError(f"`random_state` must be an integer, got {self.random_state!r}")
 
     def _series(self, X, reset: bool):
-        """numpy (n, T, d) array or list of (T_i, d) arrays, validated."""
-        if isinstance(X, torch.Tensor):
-            X = X.detach().cpu().numpy()
-        if isinstance(X, (list, tuple)) and len(X) and np.ndim(X[0]) == 2:
-            out = []
-            for i, x in enumerate(X):
-                a = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x)
-                _check_real(a, f"X[{i}]")
-                if a.ndim != 2 or a.shape[0] == 0:
-                    raise ValueError(f"`X[{i}]` must be a non-empty 2-D array (T_i, d)")
-                if not np.isfinite(a).all():
-                    raise ValueError(f"`X[{i}]` contains NaN or infinite values")
-                out.append(a.astype(np.float64))
-            if len({a.shape[1] for a in out}) > 1:
-                raise ValueError("series in `X` have different channel counts")
-            if reset and hasattr(self, "n_features_in_"):
-                del self.n_features_in_
-            return out
-        if hasattr(X, "shape") and len(X.shape) == 3:
-            a = np.asarray(X)
-            _check_real(a, "X")
-            if a.shape[0] == 0 or a.shape[1] == 0 or a.shape[2] == 0:
-                raise ValueError(f"`X` is empty: shape {a.shape}")
-            a = a.astype(np.float64)
-            if not np.isfinite(a).all():
-                raise ValueError("`X` contains NaN or infinite values")
-            if reset and hasattr(self, "n_features_in_"):
-                del self.n_features_in_
-            return a
-        # 2-D (n, T): univariate series, validated the scikit-learn way
-        a = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
-        return a[:, :, None]
+        """numpy (n, T, d) array or list of (T_i, d) arrays, validated (one boundary)."""
+        if hasattr(X, "ndim") and X.ndim <= 2 and not hasattr(X, "columns"):
+            # 2-D (n, T): univariate series, validated the scikit-learn way
+            a = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+            return a[:, :, None]
+        from ._layouts import as_series_collection
 
-    def _channels(self, Xs) -> int:
-        return Xs.shape[2] if isinstance(Xs, np.ndarray) else Xs[0].shape[1]
-
-    def _test_grams(self, X):
-        Xs = self._series(X, reset=False)
-        d = self._channels(Xs)
-        if d != self.n_channels_:
-            raise ValueError(
-                f"channel mismatch: the detector was fitted on series with d={self.n_channels_} "
-                f"channels, got d={d}"
-            )
-        if self.preprocess:
-            Xs = self.preprocessor_.transform(Xs)
-        Kt = self.kernel_.gram(Xs, self.corpus_, normalize=self.normalize)
-        if self.normalize:
-            diag = torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
-        else:
-            diag = self.kernel_.diag(Xs)
-        return Kt, diag
-
-    def _out_of_fold_scores(self, K: torch.Tensor) -> np.ndarray:
-        """Normality scores of every corpus series by a scorer fitted without it."""
-        n = K.shape[0]
-        if n <= LOO_MAX:
-            folds = [np.array([i]) for i in range(n)]
-        else:
-            perm = np.random.default_rng(0).permutation(n)
-            folds = np.array_split(perm, THRESHOLD_FOLDS)
-        out = np.empty(n)
-        diag = torch.diagonal(K)
-        for test in folds:
-            train = np.setdiff1d(np.arange(n), test)
-            tr, te = torch.from_numpy(train), torch.from_numpy(test)
-            scorer = self._make_scorer().fit(K[tr][:, tr])
-            out[test] = -self._novelty(scorer, K[te][:, tr], diag[te]).cpu().numpy()
-        return out
-
-    def _novelty(self, scorer, Kt: torch.Tensor, diag: torch.Tensor) -> torch.Tensor:
-        """The fitted Gram-level scorer's novelty score (higher = more novel)."""
-        if self.scorer == "conformance":
-            return scorer.conformance(Kt, float(self.alpha))
-        if self.scorer == "mahalanobis":
-            return scorer.mahalanobis(Kt, float(self.alpha))
-        return scorer.score(Kt, diag)
+        if reset and hasattr(self, "n_features_in_"):
+            del self.n_features_in_
+        return as_series_collection(X)
 
 
-def _check_real(a: np.ndarray, name: str) -> None:
-    if np.iscomplexobj(a):
-        raise ValueError(f"`{name}` must be real-valued, got complex data")
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
-        raise ValueError(f"`{name}` must hold numbers, got dtype {a.dtype}")
+def _channels(Xs) -> int:
+    return Xs.shape[2] if isinstance(Xs, np.ndarray) else Xs[0].shape[1]

@@ -23,30 +23,34 @@ from novelty import (
 )
 from tskernels import RBF, FlattenedKernel, IntegralKernel, Linear
 
-# A corpus series scores exactly 0 (conformance) or at distance 0 (1-NN) against a corpus
-# holding it, so on its own training set such a detector predicts no outlier by design (its
-# threshold comes from held-out scores). These two checks require outliers among the
-# training points, so they cannot apply to the interpolating scorers.
-INTERPOLATING = {
-    "check_outliers_train": "training series score as the corpus itself: no training outlier",
-    "check_outliers_fit_predict": "training series score as the corpus itself: no outlier",
+# ``contamination`` is the share of *new* normal series that predict may flag (a conformal
+# guarantee from held-out scores), not the share of training series flagged in-sample: a
+# corpus series scores as part of the corpus (conformance 0, 1-NN distance 0), so in-sample
+# flags fall short of it by design. These two checks count in-sample flags.
+IN_SAMPLE = {
+    "check_outliers_train": "contamination calibrates new series, not training series",
+    "check_outliers_fit_predict": "contamination calibrates new series, not training series",
 }
 
 
-# the slowest (10-17 s on 2 shared cores) are marked slow to keep the file under a minute
+# the slowest (10-17 s on 2 shared cores) are marked slow to keep the file under a minute;
+# kernel=None is the default recipe (its own scorers), the others one kernel with each scorer
 @pytest.mark.parametrize(
     "scorer",
-    [pytest.param(s, marks=pytest.mark.slow) if s in ("sosrep", "sse") else s for s in SCORERS],
+    [None]
+    + [pytest.param(s, marks=pytest.mark.slow) if s in ("sosrep", "sse") else s for s in SCORERS],
 )
 def test_sklearn_checks(scorer):
     # scikit-learn's checks feed 2-D (n, T) arrays: read as n univariate series
-    est = KernelNoveltyDetector(scorer=scorer)
+    if scorer is None:
+        est = KernelNoveltyDetector()
+    else:
+        est = KernelNoveltyDetector(IntegralKernel(RBF(2.0)), scorer=scorer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(est, on_fail=None)
-    not_applicable = INTERPOLATING if scorer in ("conformance", "knn") else {}
     failed = {r["check_name"] for r in results if r["status"] == "failed"}
-    assert failed == set(not_applicable), failed
+    assert failed <= set(IN_SAMPLE), failed
     skipped = {r["check_name"] for r in results if r["status"] == "skipped"}
     assert skipped <= {"check_array_api_input"}, skipped  # needs SCIPY_ARRAY_API
     assert sum(r["status"] == "passed" for r in results) >= 40
@@ -98,23 +102,41 @@ def test_scores_rank_anomalies_below_normals():
         assert auc > (0.7 if scorer == "conformance" else 0.85), (scorer, auc)
 
 
-def test_threshold_is_leave_one_out_quantile():
+def test_threshold_is_the_conformal_quantile_of_leave_one_out_scores():
     X = _series(9, seed=7)
-    det = KernelNoveltyDetector(scorer="mahalanobis", alpha=1e-2, quantile=0.8).fit(X)
+    kernel = IntegralKernel(RBF(2.0))
+    det = KernelNoveltyDetector(kernel, scorer="mahalanobis", contamination=0.2).fit(X)
     Xp = det.preprocessor_.transform(X)
-    K = det.kernel_.gram(Xp, normalize=True).numpy()
+    K = kernel.gram(Xp, normalize=True).numpy()
     loo = []
     for i in range(9):
         keep = np.delete(np.arange(9), i)
         vn = VarianceNorm().fit(K[np.ix_(keep, keep)])
-        loo.append(-float(vn.mahalanobis(K[i : i + 1, keep], 1e-2)[0]))
-    assert det.offset_ == pytest.approx(np.quantile(loo, 0.2), rel=1e-12)
+        loo.append(float(vn.mahalanobis(K[i : i + 1, keep], 1e-2)[0]))
+    np.testing.assert_allclose(det.calibration_scores_, loo, rtol=1e-12)
+    # floor(0.2 * 10) = 2: the second largest held-out score is the threshold
+    assert det.offset_ == pytest.approx(-np.sort(loo)[-2], rel=1e-12)
+
+
+def test_knn_calibration_is_exact_leave_one_out():
+    X = _series(25, seed=8)
+    kernel = FlattenedKernel(RBF(3.0))
+    for params in ({}, {"n_neighbors": 3, "aggregate": "mean"}, {"n_neighbors": 2}):
+        det = KernelNoveltyDetector(kernel, scorer="knn", scorer_params=params).fit(X)
+        Xp = det.preprocessor_.transform(X)
+        for i in (0, 7, 24):
+            keep = np.delete(np.arange(25), i)
+            ref = KernelNoveltyDetector(
+                kernel, scorer="knn", scorer_params=params, preprocess=False
+            ).fit(Xp[keep])
+            got = det.calibration_scores_[i]
+            assert got == pytest.approx(-ref.score_samples(Xp[i : i + 1])[0], rel=1e-10)
 
 
 def test_predict_fraction_on_fresh_normals():
-    det = KernelNoveltyDetector(scorer="knn", quantile=0.9).fit(_series(60, seed=8))
+    det = KernelNoveltyDetector(scorer="knn", contamination=0.1).fit(_series(60, seed=8))
     inliers = (det.predict(_series(200, seed=9)) == 1).mean()
-    assert 0.75 <= inliers <= 1.0
+    assert 0.8 <= inliers <= 1.0
     assert (det.predict(_series(5, seed=10) + 4.0) == -1).all()
 
 
@@ -214,10 +236,13 @@ def test_bad_inputs():
         det.score_samples(bad)
     with pytest.raises(ValueError, match="scorer"):
         KernelNoveltyDetector(scorer="lof").fit(X)
-    with pytest.raises(ValueError, match="quantile"):
-        KernelNoveltyDetector(quantile=1.0).fit(X)
+    for c in (0.0, 0.6, -0.1, True, "5%"):
+        with pytest.raises(ValueError, match="contamination"):
+            KernelNoveltyDetector(contamination=c).fit(X)
+    with pytest.raises(ValueError, match="kernel"):
+        KernelNoveltyDetector(kernel="best").fit(X)
     with pytest.raises(ValueError, match="normalize"):
-        KernelNoveltyDetector(scorer="sse", normalize=False).fit(X)
+        KernelNoveltyDetector(IntegralKernel(RBF(1.0)), scorer="sse", normalize=False).fit(X)
     with pytest.raises(ValueError, match="complex"):
         KernelNoveltyDetector().fit(X.astype(complex))
 
@@ -231,8 +256,9 @@ def test_non_psd_kernel_is_reported():
         def _diag(self, X):
             return super()._diag(X)
 
-    with pytest.raises(ValueError, match="positive semi-definite"):
-        KernelNoveltyDetector(Negated(Linear()), normalize=False).fit(_series(8))
+    for scorer in ("knn", "mahalanobis"):
+        with pytest.raises(ValueError, match="positive semi-definite"):
+            KernelNoveltyDetector(Negated(Linear()), scorer=scorer, normalize=False).fit(_series(8))
 
 
 # ---------------------------------------------------------------- Gram-level baselines

@@ -39,6 +39,21 @@ def _pad_short(x: np.ndarray, minimum: int) -> np.ndarray:
     return np.concatenate([x, np.repeat(x[-1:], minimum - x.shape[0], axis=0)])
 
 
+def _writeable_parameters(transformer) -> None:
+    """sktime's compiled transforms take writeable arrays only; a transformer unpickled from a
+    read-only memory map holds read-only ones: give it copies."""
+    for name in ("parameters", "parameter", "parameter1"):
+        params = getattr(transformer, name, None)
+        if isinstance(params, tuple) and any(
+            isinstance(p, np.ndarray) and not p.flags.writeable for p in params
+        ):
+            setattr(
+                transformer,
+                name,
+                tuple(np.array(p) if isinstance(p, np.ndarray) else p for p in params),
+            )
+
+
 class RandomConvolutionKernel(Kernel):
     r"""Kernel on random-convolution features: MiniRocket or MultiRocket (from sktime),
     power-transformed on the corpus, then a static kernel.
@@ -269,6 +284,7 @@ class RandomConvolutionKernel(Kernel):
             8 * int(self.n_kernels) if self.transform == "multirocket" else int(self.n_kernels)
         )
         rows = self._chunk_rows(X, max(84, estimate))
+        _writeable_parameters(transformer)
         parts = []
         for i in range(0, X.n, rows):
             data = self._to_sktime(X[i : i + rows], length, "X")

@@ -116,20 +116,27 @@ def add_time_channel(X):
 
 
 class ZScore(BaseEstimator, TransformerMixin):
-    """z-score with corpus statistics: per (time step, channel) for equal lengths, per
-    channel for unequal lengths; ``(x - mean) / (std + eps)``."""
+    """z-score with corpus statistics, ``(x - mean) / (std + eps)``.
 
-    def __init__(self, eps: float = 1e-4):
+    ``per="step"`` (the protocol's): per (time step, channel) when the corpus has equal
+    lengths, per channel otherwise; transforming then needs the corpus length.
+    ``per="channel"``: per channel, pooled over series and time, for any length.
+    """
+
+    def __init__(self, eps: float = 1e-4, per: str = "step"):
         self.eps = eps
+        self.per = per
 
     def fit(self, X, y=None):
+        if self.per not in ("step", "channel"):
+            raise ValueError(f'`per` must be "step" or "channel", got {self.per!r}')
         X, equal = _as_series(X)
-        if equal:
+        if equal and self.per == "step":
             self.mean_, self.std_ = X.mean(axis=0), X.std(axis=0)
         else:
             stacked = np.concatenate(X, axis=0)
             self.mean_, self.std_ = stacked.mean(axis=0), stacked.std(axis=0)
-        self.per_step_ = equal
+        self.per_step_ = equal and self.per == "step"
         return self
 
     def transform(self, X):
@@ -160,6 +167,9 @@ class Preprocessor(BaseEstimator, TransformerMixin):
     >>> X = np.random.default_rng(0).normal(size=(5, 206, 3))
     >>> Preprocessor().fit_transform(X).shape  # pooled 206 -> 68, + basepoint
     (5, 69, 3)
+
+    ``zscore="step"`` (default, the protocol's) z-scores per (time step, channel);
+    ``zscore="channel"`` per channel, so that series of any length can be transformed.
     """
 
     def __init__(
@@ -169,18 +179,20 @@ class Preprocessor(BaseEstimator, TransformerMixin):
         eps: float = 1e-4,
         basepoint: bool = True,
         time_channel: bool = False,
+        zscore: str = "step",
     ):
         self.max_length = max_length
         self.clip = clip
         self.eps = eps
         self.basepoint = basepoint
         self.time_channel = time_channel
+        self.zscore = zscore
 
     def fit(self, X, y=None):
         X, equal = _as_series(X)
         longest = X.shape[1] if equal else max(x.shape[0] for x in X)
         self.window_ = pooling_window(longest, self.max_length)
-        self.zscore_ = ZScore(self.eps).fit(average_pool(X, self.window_))
+        self.zscore_ = ZScore(self.eps, per=self.zscore).fit(average_pool(X, self.window_))
         self.n_channels_ = X.shape[2] if equal else X[0].shape[1]
         return self
 

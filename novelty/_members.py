@@ -1,0 +1,200 @@
+r"""One (pre-processing, kernel, scorer) pipeline of a detector, fitted on a corpus, with its
+held-out calibration scores.
+
+A :class:`Member` turns series into novelty scores (higher = more novel):
+
+1. optional pre-processing fitted on the corpus (:class:`tskernels.transforms.Preprocessor`);
+2. the kernel, fitted on the corpus when its parameters depend on data (GAK's median
+   heuristic, the random-convolution features), and the corpus Gram :math:`K`;
+3. a Gram-level scorer fitted on :math:`K`.
+
+Its calibration scores are held-out scores of the corpus series: leave-one-out for the kNN
+scorer (exact: each series against the others, read off :math:`K`), leave-one-out refits for
+N <= ``LOO_MAX`` series, else ``CALIBRATION_FOLDS``-fold refits. They feed the conformal
+threshold and p-values (:mod:`novelty._calibration`) and, for an ensemble, the robust
+standardisation :math:`(s - \operatorname{median}(c)) / \operatorname{IQR}(c)` that puts the
+members' scores on one scale before they are averaged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from sklearn.base import clone
+
+from ._baselines import KNNScorer, MeanEmbeddingScorer, OCSVMScorer
+from ._sosrep import SOSREPScorer
+from ._spectral_support import SpectralSupport
+from ._variance_norm import VarianceNorm
+
+__all__ = ["SCORERS", "MemberSpec", "Member", "make_scorer", "novelty"]
+
+SCORERS = ("conformance", "mahalanobis", "sse", "sosrep", "knn", "mean_embedding", "ocsvm")
+#: Corpus sizes up to this use leave-one-out refits for the calibration scores, larger ones
+#: CALIBRATION_FOLDS folds (the kNN scorer is always exact leave-one-out).
+LOO_MAX = 50
+CALIBRATION_FOLDS = 10
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    """What to fit: an unfitted kernel, a scorer name and its parameters."""
+
+    kernel: object
+    scorer: str = "knn"
+    alpha: float = 1e-2
+    rank: int | None = None
+    scorer_params: dict = field(default_factory=dict)
+    preprocess: bool | str = "channel"  # False, "channel" or "step" (the protocol's)
+    normalize: bool = True
+    name: str = ""
+
+    def label(self) -> str:
+        return self.name or f"{type(self.kernel).__name__}+{self.scorer}"
+
+
+def preprocess_mode(preprocess) -> str | None:
+    """None (no pre-processing), "channel" (True) or "step"."""
+    if preprocess is False or preprocess is None:
+        return None
+    if preprocess is True:
+        return "channel"
+    if preprocess in ("channel", "step"):
+        return preprocess
+    raise ValueError(f'`preprocess` must be True, False, "channel" or "step", got {preprocess!r}')
+
+
+def make_scorer(spec: MemberSpec):
+    """An unfitted Gram-level scorer for ``spec``."""
+    params = dict(spec.scorer_params or {})
+    if spec.scorer in ("conformance", "mahalanobis"):
+        if spec.rank is not None:
+            params["max_rank"] = int(spec.rank)
+        return VarianceNorm(**params)
+    cls = {
+        "sse": SpectralSupport,
+        "sosrep": SOSREPScorer,
+        "knn": KNNScorer,
+        "mean_embedding": MeanEmbeddingScorer,
+        "ocsvm": OCSVMScorer,
+    }[spec.scorer]
+    return cls(**params)
+
+
+def novelty(spec: MemberSpec, scorer, Kt: torch.Tensor, diag: torch.Tensor) -> torch.Tensor:
+    """The fitted Gram-level scorer's novelty score (higher = more novel)."""
+    if spec.scorer == "conformance":
+        return scorer.conformance(Kt, float(spec.alpha))
+    if spec.scorer == "mahalanobis":
+        return scorer.mahalanobis(Kt, float(spec.alpha))
+    return scorer.score(Kt, diag)
+
+
+def _subset(X, idx):
+    return X[idx] if isinstance(X, np.ndarray) else [X[i] for i in idx]
+
+
+def prepare_kernel(spec: MemberSpec, Z):
+    """A fresh copy of the spec's kernel, fitted on Z when it has data-dependent parameters."""
+    kernel = clone(spec.kernel)
+    if hasattr(kernel, "fit"):
+        kernel.fit(Z)
+    return kernel
+
+
+def held_out_scores(spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
+    """Novelty of every corpus series by a scorer fitted without it (see the module doc)."""
+    n = K.shape[0]
+    if spec.scorer == "knn" and n >= 2:
+        return _knn_leave_one_out(spec, K, diag)
+    if n <= LOO_MAX:
+        folds = [np.array([i]) for i in range(n)]
+    else:
+        perm = np.random.default_rng(0).permutation(n)
+        folds = np.array_split(perm, CALIBRATION_FOLDS)
+    out = np.empty(n)
+    for test in folds:
+        train = np.setdiff1d(np.arange(n), test)
+        tr, te = torch.from_numpy(train), torch.from_numpy(test)
+        scorer = make_scorer(spec).fit(K[tr][:, tr])
+        out[test] = novelty(spec, scorer, K[te][:, tr], diag[te]).cpu().numpy()
+    return out
+
+
+def _knn_leave_one_out(spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
+    r"""kNN novelty of each corpus series against the other N - 1 (exact leave-one-out):
+    the feature-space distances :math:`\sqrt{k(x,x) + k(y,y) - 2k(x,y)}` with the series
+    itself left out, aggregated as the scorer does (k-th nearest, or mean of the k nearest)."""
+    params = dict(spec.scorer_params or {})
+    n = K.shape[0]
+    k = min(int(params.get("n_neighbors", 1)), n - 1)
+    aggregate = params.get("aggregate", "kth")
+    d2 = diag[:, None] + diag[None, :] - 2.0 * K
+    scale = float(diag.abs().max()) + 1.0
+    if bool((d2 < -1e-8 * scale).any()):
+        raise ValueError(
+            f"negative squared feature-space distance {float(d2.min()):.3g} in the corpus: the "
+            "kernel is not positive semi-definite"
+        )
+    d2 = d2.clamp_min(0.0)  # rounding only (checked above)
+    d2.fill_diagonal_(float("inf"))
+    nearest = torch.topk(d2, k, dim=1, largest=False).values.sqrt()
+    out = nearest[:, -1] if aggregate == "kth" else nearest.mean(dim=1)
+    return out.cpu().numpy()
+
+
+class Member:
+    """A fitted :class:`MemberSpec`: ``novelty(X_prepared)`` and calibration scores."""
+
+    def __init__(self, spec: MemberSpec):
+        self.spec = spec
+
+    def fit(self, X, preprocessors: dict) -> Member:
+        spec = self.spec
+        Z = self._prepare(X, preprocessors, fit=True)
+        self.kernel_ = prepare_kernel(spec, Z)
+        self.corpus_ = Z
+        K = self.kernel_.gram(Z, normalize=spec.normalize)
+        diag = torch.diagonal(K).clone()
+        self.scorer_ = make_scorer(spec).fit(K)
+        self.calibration_ = held_out_scores(spec, K, diag)
+        return self
+
+    def _prepare(self, X, preprocessors: dict, fit: bool = False):
+        mode = preprocess_mode(self.spec.preprocess)
+        if mode is None:
+            return X
+        if fit and mode not in preprocessors:
+            from tskernels.transforms import Preprocessor
+
+            preprocessors[mode] = Preprocessor(zscore=mode).fit(X)
+        self.preprocessor_ = preprocessors[mode]
+        return self.preprocessor_.transform(X)
+
+    def grams(self, X):
+        Z = X if preprocess_mode(self.spec.preprocess) is None else self.preprocessor_.transform(X)
+        Kt = self.kernel_.gram(Z, self.corpus_, normalize=self.spec.normalize)
+        if self.spec.normalize:
+            diag = torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
+        else:
+            diag = self.kernel_.diag(Z)
+        return Kt, diag
+
+    def novelty(self, X) -> np.ndarray:
+        Kt, diag = self.grams(X)
+        return novelty(self.spec, self.scorer_, Kt, diag).cpu().numpy()
+
+
+def robust_scale(c: np.ndarray) -> tuple[float, float]:
+    """(median, IQR) of finite calibration scores; the IQR floored so it is never 0."""
+    f = c[np.isfinite(c)]
+    if f.size == 0:
+        return 0.0, 1.0
+    q25, med, q75 = np.quantile(f, [0.25, 0.5, 0.75])
+    iqr = q75 - q25
+    floor = 1e-12 * max(1.0, float(np.abs(f).max()))
+    if iqr <= floor:
+        iqr = max(float(f.std()), floor)
+    return float(med), float(iqr)

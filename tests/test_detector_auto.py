@@ -1,0 +1,149 @@
+"""The default recipe, kernel="auto" (label-free selection) and the synthetic anomalies, and the
+detector's input handling across containers."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from novelty import KernelNoveltyDetector
+from novelty._perturbations import PERTURBATIONS, corpus_scale, perturb
+from tskernels import GAK, RBF, IntegralKernel
+
+
+def _walks(n, T=24, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.normal(size=(n, T, d)), axis=1)
+
+
+def _sines(n, T=40, d=2, seed=0, freq=1.0):
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 2 * np.pi, T)
+    phase = rng.uniform(0, 0.3, size=(n, 1, d))
+    return np.sin(freq * t[None, :, None] + phase) + 0.1 * rng.normal(size=(n, T, d))
+
+
+# ---------------------------------------------------------------- perturbations
+@pytest.mark.parametrize("kind", sorted(PERTURBATIONS))
+def test_perturbations_change_the_series_and_keep_the_shape(kind):
+    x = _walks(1, T=50)[0]
+    sigma = corpus_scale(_walks(10, T=50))
+    y1 = perturb(x, kind, sigma, np.random.default_rng(3))
+    y2 = perturb(x, kind, sigma, np.random.default_rng(3))
+    assert y1.shape == x.shape and np.isfinite(y1).all()
+    np.testing.assert_array_equal(y1, y2)  # seeded
+    assert np.abs(y1 - x).max() > 1e-3
+
+
+def test_perturbations_on_short_and_univariate_series():
+    sigma = np.ones(1)
+    for kind in PERTURBATIONS:
+        for T in (1, 2, 3, 5):
+            y = perturb(np.arange(T, dtype=float)[:, None], kind, sigma, np.random.default_rng(0))
+            assert y.shape == (T, 1) and np.isfinite(y).all()
+    with pytest.raises(ValueError, match="unknown perturbation"):
+        perturb(np.ones((5, 1)), "shuffle", sigma, np.random.default_rng(0))
+
+
+# ---------------------------------------------------------------- default and auto
+def test_default_detector_separates_obvious_outliers():
+    # random walks x10 in amplitude (the issue's reproducer): every seed near 1.0
+    for seed in range(3):
+        X = _walks(30, seed=seed)
+        Y = np.concatenate([_walks(20, seed=seed + 100), 10 * _walks(10, seed=seed + 200)])
+        y = np.r_[np.zeros(20), np.ones(10)]
+        det = KernelNoveltyDetector().fit(X)
+        assert roc_auc_score(y, -det.score_samples(Y)) > 0.95
+        assert [m.spec.name for m in det.members_] == ["minirocket+knn", "gak+knn"]
+
+
+def test_auto_selection_table_and_members():
+    X = _sines(24, seed=1)
+    det = KernelNoveltyDetector(kernel="auto", random_state=0).fit(X)
+    table = det.selection_
+    assert {"kernel", "scorer", "score", "status", "chosen"} <= set(table.columns)
+    assert {f"auc_{k}" for k in PERTURBATIONS} <= set(table.columns)
+    chosen = table[table["chosen"]]
+    assert len(chosen) == len(det.members_) == 2
+    assert chosen["kernel"].nunique() == 2  # diverse members: two kernels
+    ok = table[table["status"] == "ok"]
+    # the chosen are the best-scoring candidate of each of the two best kernels
+    best_per_kernel = ok.groupby("kernel")["score"].max().sort_values(ascending=False)
+    assert set(chosen["kernel"]) == set(best_per_kernel.index[:2])
+    assert set(chosen["score"]) == set(best_per_kernel.iloc[:2])
+    # it detects another frequency
+    Y = np.concatenate([_sines(10, seed=2), _sines(10, seed=3, freq=2.0)])
+    y = np.r_[np.zeros(10), np.ones(10)]
+    assert roc_auc_score(y, -det.score_samples(Y)) > 0.9
+
+
+def test_auto_is_deterministic_and_respects_max_time():
+    X = _sines(15, seed=4)
+    a = KernelNoveltyDetector(kernel="auto", random_state=3).fit(X)
+    b = KernelNoveltyDetector(kernel="auto", random_state=3).fit(X)
+    np.testing.assert_array_equal(a.score_samples(X[:3]), b.score_samples(X[:3]))
+    quick = KernelNoveltyDetector(kernel="auto", max_time=1e-6).fit(X)
+    skipped = quick.selection_[quick.selection_["status"] == "skipped (time)"]
+    assert len(skipped) > 0  # the first kernel always runs, later ones are skipped
+    assert len(quick.members_) >= 1
+
+
+def test_auto_scorer_with_a_given_kernel():
+    X = _sines(20, seed=5)
+    det = KernelNoveltyDetector(IntegralKernel(RBF(2.0)), scorer="auto").fit(X)
+    assert set(det.selection_["kernel"]) == {"IntegralKernel"}
+    assert len(det.members_) == 1
+
+
+# ---------------------------------------------------------------- containers and layouts
+def test_same_series_in_any_container_give_identical_scores():
+    from sktime.datatypes import convert_to
+
+    X, Y = _walks(20, T=15, seed=6), _walks(5, T=15, seed=7)
+    ref = KernelNoveltyDetector(GAK(sigma=3.0)).fit(X).score_samples(Y)
+    as_list = KernelNoveltyDetector(GAK(sigma=3.0)).fit(list(X)).score_samples(list(Y))
+    np.testing.assert_array_equal(ref, as_list)
+    for mtype in ("pd-multiindex", "nested_univ", "df-list"):
+        Xp = convert_to(np.swapaxes(X, 1, 2), to_type=mtype, as_scitype="Panel")
+        Yp = convert_to(np.swapaxes(Y, 1, 2), to_type=mtype, as_scitype="Panel")
+        got = KernelNoveltyDetector(GAK(sigma=3.0)).fit(Xp).score_samples(Yp)
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_numpy3d_layout_is_warned_not_transposed():
+    X = _walks(12, T=5, d=20)  # d > T: looks like sktime's (n, d, T)
+    with pytest.warns(UserWarning, match="more channels than time steps"):
+        det = KernelNoveltyDetector(GAK(sigma=3.0)).fit(X)
+    assert det.n_channels_ == 20
+
+
+def test_single_series_gets_a_message():
+    X = _walks(12, T=15, d=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        det = KernelNoveltyDetector(GAK(sigma=3.0)).fit(X)
+    with pytest.raises(ValueError, match="single series"):
+        det.score_samples(X[0])
+
+
+def test_other_lengths_are_scored_when_the_kernel_allows():
+    X = _walks(20, T=30, seed=8)
+    det = KernelNoveltyDetector(GAK(sigma=3.0)).fit(X)
+    s = det.score_samples([_walks(1, T=T, seed=T)[0] for T in (20, 30, 45)])
+    assert s.shape == (3,) and np.isfinite(s).all()
+    step = KernelNoveltyDetector(GAK(sigma=3.0), preprocess="step").fit(X)
+    with pytest.raises(ValueError, match="same length"):
+        step.score_samples(_walks(2, T=20))
+
+
+def test_tslearn_padding_is_read_as_unequal_lengths():
+    from tslearn.utils import to_time_series_dataset
+
+    rng = np.random.default_rng(9)
+    series = [np.cumsum(rng.normal(size=(T, 2)), axis=0) for T in (12, 15, 9, 14, 11) * 4]
+    det = KernelNoveltyDetector(GAK(sigma=3.0)).fit(to_time_series_dataset(series))
+    ref = KernelNoveltyDetector(GAK(sigma=3.0)).fit(series)
+    np.testing.assert_allclose(
+        det.score_samples(series[:3]), ref.score_samples(series[:3]), rtol=1e-12
+    )
