@@ -9,11 +9,45 @@ every kernel) and ``adbench`` (the ADBench tabular benchmark; arguments passed t
 from __future__ import annotations
 
 import argparse
+import math
+import signal
 import sys
+from pathlib import Path
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``prog: error: message``."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _number(s: str, what: str) -> int | float:
+    s = s.strip()
+    if not s:
+        raise argparse.ArgumentTypeError(f"{what}: empty value")
+    try:
+        v = int(s) if s.lstrip("+-").isdigit() else float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what}: {s!r} is not a number") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{what}: {s!r} is not a finite number")
+    return v
 
 
 def _floats(s: str) -> list[float]:
-    return [float(v) for v in s.split(",") if v]
+    """1e-8,1e-5 -> [1e-8, 1e-5]; empty items and non-finite values are errors."""
+    return [float(_number(v, "--alphas")) for v in s.split(",")]
+
+
+def _ints(s: str) -> list[int]:
+    out = []
+    for v in s.split(","):
+        n = _number(v, "--levels")
+        if not isinstance(n, int):
+            raise argparse.ArgumentTypeError(f"--levels: {v!r} is not an integer")
+        out.append(n)
+    return out
 
 
 def _grid_arg(s: str) -> tuple[str, str, list]:
@@ -24,10 +58,7 @@ def _grid_arg(s: str) -> tuple[str, str, list]:
     except ValueError:
         msg = f"--grid expects KERNEL.AXIS=v1,v2,..., got {s!r}"
         raise argparse.ArgumentTypeError(msg) from None
-    values = []
-    for v in rhs.split(","):
-        values.append(int(v) if v.lstrip("-").isdigit() else float(v))
-    return kernel, axis, values
+    return kernel, axis, [_number(v, f"--grid {lhs}") for v in rhs.split(",")]
 
 
 def _tc(s: str) -> list[bool]:
@@ -40,12 +71,12 @@ def _tc(s: str) -> list[bool]:
 def _parser() -> argparse.ArgumentParser:
     from ._grids import PRESETS, SCORER_NAMES
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m experiments",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run or resume the one-versus-rest UEA benchmark")
     run.add_argument(
@@ -78,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--time-channel", type=_tc, default=None, help="no, yes or both")
     run.add_argument(
         "--levels",
-        type=lambda s: [int(v) for v in s.split(",")],
+        type=_ints,
         default=None,
         help="truncation levels of the signature kernels, e.g. 1,2,3",
     )
@@ -118,6 +149,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="stop after computing this many cells (resume later)",
     )
+    run.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="compute the failed cells of this setting again (and the test cells that "
+        "selected from them)",
+    )
     run.add_argument("--no-progress", action="store_true")
 
     rep = sub.add_parser("report", help="tables and plots from a store")
@@ -142,11 +179,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_run(args) -> int:
     from ._report import print_summary, summary, write_report
-    from ._runner import RunOptions, run_benchmark
+    from ._runner import ConfigError, RunInterrupted, RunOptions, run_benchmark
     from ._store import ResultStore
 
+    if args.reference is not None and not Path(args.reference).is_file():
+        raise FileNotFoundError(f"--reference {args.reference}: no such file")
+    if args.report is not None and Path(args.report).exists() and not Path(args.report).is_dir():
+        raise FileExistsError(f"--report {args.report} is a file, not a folder")
     grid: dict = {}
     for kernel, axis, values in args.grid:
+        if axis in grid.get(kernel, {}):
+            raise ConfigError(f"--grid {kernel}.{axis} is given twice")
         grid.setdefault(kernel, {})[axis] = values
     opts = RunOptions(
         datasets=args.datasets, kernels=args.kernels, scorers=args.scorers, preset=args.preset,
@@ -154,15 +197,22 @@ def _cmd_run(args) -> int:
         alphas=args.alphas, max_rank=args.max_rank, time_channel=args.time_channel, grid=grid,
         levels=args.levels, store=args.store, data_dir=args.data_dir, device=args.device,
         workers=args.workers, threads=args.threads, scheduler=args.scheduler,
-        progress=not args.no_progress, max_cells=args.max_cells,
+        progress=not args.no_progress, max_cells=args.max_cells, retry_failed=args.retry_failed,
     )  # fmt: skip
-    s = run_benchmark(opts)
+    try:
+        s = run_benchmark(opts)
+    except RunInterrupted as exc:
+        s = exc.summary or {}
+        print(f"run stopped by {signal.Signals(exc.signum).name}: "
+              f"{s.get('cells_computed', 0)} of {s.get('cells_total', '?')} cells computed and "
+              "committed; start the same command again to resume", file=sys.stderr)  # fmt: skip
+        return 128 + exc.signum
     print(f"{s['cells_computed']} of {s['cells_total']} cells computed in "
           f"{s['wall_seconds']:.1f} s; store {s['store']} (setting {s['setting']})")  # fmt: skip
     if not s["complete"]:
         print("run incomplete: start the same command again to resume")
         return 0
-    with ResultStore(args.store) as store:
+    with ResultStore(args.store, mode="read", check=False) as store:
         print_summary(summary(store, s["setting"], s["datasets"], s["kernels"], s["scorers"]))
     if args.report:
         rep = write_report(args.store, args.report, s["setting"], args.reference)
@@ -206,7 +256,16 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a problem with an option, a data set, a store or a file prints one
+    line ``error: ...`` on stderr and returns 2 (no traceback)."""
+    from ._runner import ConfigError, RunError
+    from ._store import StoreError
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "adbench":
         try:
@@ -216,6 +275,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return int(adbench_main(argv[1:]) or 0)
     args = _parser().parse_args(argv)
+    try:
+        return _command(args)
+    except (ConfigError, StoreError, FileNotFoundError, FileExistsError) as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except RunError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C before a run started computing (or in another command)
+        print("interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+
+
+def _command(args) -> int:
     if args.command == "run":
         return _cmd_run(args)
     if args.command == "report":

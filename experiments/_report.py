@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._store import ResultStore
+from ._store import ResultStore, StoreError
 
 __all__ = [
     "summary",
@@ -28,6 +28,7 @@ __all__ = [
     "write_report",
     "reference_comparison",
     "timing_breakdown",
+    "failure_notes",
 ]
 
 METRICS = {"roc_auc": "ROC-AUC", "pr_auc": "PR-AUC"}
@@ -41,12 +42,28 @@ def _latest_setting(store: ResultStore) -> str | None:
     return rows[0]["setting"] if rows else None
 
 
+def _test_rows(store: ResultStore, setting: str, where: str = "") -> list[dict]:
+    """The test rows of ``setting``; where a (data set, kernel) holds rows of more than one
+    grid (the preset's grid changed in the code between runs), only the latest grid's."""
+    rows = store.query(f"SELECT * FROM test WHERE setting=? {where}", (setting,))
+    latest: dict = {}
+    for r in store.query(
+        "SELECT dataset, kernel, grid, MAX(created) t FROM test WHERE setting=? "
+        "GROUP BY dataset, kernel, grid", (setting,),
+    ):  # fmt: skip
+        key = (r["dataset"], r["kernel"])
+        if key not in latest or (r["t"] or 0.0) > latest[key][1]:
+            latest[key] = (r["grid"], r["t"] or 0.0)
+    return [r for r in rows if latest[(r["dataset"], r["kernel"])][0] == r["grid"]]
+
+
 def summary(store: ResultStore, setting: str | None = None, datasets=None, kernels=None,
             scorers=None) -> dict:  # fmt: skip
     """{(dataset, kernel, scorer): {"roc_auc", "pr_auc", "n_classes", "errors"}}: test metrics
-    averaged over the classes (NaN if any class failed)."""
+    averaged over the classes (NaN if any class failed or is missing); "errors" maps each
+    failure reason to the classes it stopped."""
     setting = setting or _latest_setting(store)
-    rows = store.query("SELECT * FROM test WHERE setting=?", (setting,))
+    rows = _test_rows(store, setting) if setting is not None else []
     n_cls = {}
     out: dict = {}
     for r in rows:
@@ -57,10 +74,10 @@ def summary(store: ResultStore, setting: str | None = None, datasets=None, kerne
         if scorers and r["scorer"] not in scorers:
             continue
         key = (r["dataset"], r["kernel"], r["scorer"])
-        e = out.setdefault(key, {"roc": [], "pr": [], "errors": []})
+        e = out.setdefault(key, {"roc": [], "pr": [], "errors": {}})
         n_cls.setdefault(r["dataset"], set()).add(r["cls"])
         if r["error"]:
-            e["errors"].append(r["error"])
+            e["errors"].setdefault(r["error"], []).append(r["cls"])
         else:
             e["roc"].append(r["roc_auc"])
             e["pr"].append(r["pr_auc"])
@@ -71,9 +88,27 @@ def summary(store: ResultStore, setting: str | None = None, datasets=None, kerne
             "roc_auc": float(np.mean(e["roc"])) if ok else float("nan"),
             "pr_auc": float(np.mean(e["pr"])) if ok else float("nan"),
             "n_classes": len(e["roc"]),
-            "errors": e["errors"],
+            "classes": len(n_cls[key[0]]),
+            "errors": {m: sorted(c) for m, c in sorted(e["errors"].items())},
         }
     return res
+
+
+def failure_notes(res: dict) -> dict[str, int]:
+    """Every distinct failure reason of ``res`` -> its footnote number (1, 2, ... in the
+    order of the tables: data sets, kernels, scorers)."""
+    datasets, kernels, scorers = _axes(res)
+    notes: dict[str, int] = {}
+    for d in datasets:
+        for k in kernels:
+            for s in scorers:
+                for msg in res.get((d, k, s), {}).get("errors", {}):
+                    notes.setdefault(msg, len(notes) + 1)
+    return notes
+
+
+def _marks(e: dict, notes: dict[str, int]) -> str:
+    return ",".join(str(notes[m]) for m in e["errors"])
 
 
 def _axes(res: dict):
@@ -112,10 +147,26 @@ def _matrix(res, metric, scorer, datasets, kernels) -> np.ndarray:
     )
 
 
-def _table(res, metric, scorer, fmt: str) -> str:
+def _tex_escape(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in "&%$#_{}":
+            out.append("\\" + ch)
+        elif ch == "\\":
+            out.append(r"\textbackslash{}")
+        elif ch in "~^":
+            out.append(r"\textasciitilde{}" if ch == "~" else r"\textasciicircum{}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _table(res, metric, scorer, fmt: str, notes: dict[str, int] | None = None) -> str:
     datasets, kernels, _ = _axes(res)
+    notes = failure_notes(res) if notes is None else notes
     M = _matrix(res, metric, scorer, datasets, kernels)
-    if np.isnan(M).all():
+    failed = [[bool(res.get((d, k, scorer), {}).get("errors")) for k in kernels] for d in datasets]
+    if np.isnan(M).all() and not any(map(any, failed)):
         return ""
     ranks = _ranks(M)
     with warnings.catch_warnings():
@@ -124,7 +175,14 @@ def _table(res, metric, scorer, fmt: str) -> str:
         rank_mean = np.nanmean(ranks, axis=0)
     title = f"{METRICS[metric]}, {scorer}"
 
-    def cell(v, best):
+    used: list[str] = []
+
+    def cell(v, best, e=None):
+        if e is not None and e.get("errors"):
+            used.extend(m for m in e["errors"] if m not in used)
+            if fmt == "md":
+                return f"failed [{_marks(e, notes)}]"
+            return f"failed\\textsuperscript{{{_marks(e, notes)}}}"
         if np.isnan(v):
             return "-"
         s = f"{v:.3f}"
@@ -143,36 +201,50 @@ def _table(res, metric, scorer, fmt: str) -> str:
                   "data set & " + " & ".join(esc) + r" \\", r"\midrule"]  # fmt: skip
     for i, d in enumerate(datasets):
         best = np.nanmax(M[i]) if not np.isnan(M[i]).all() else np.nan
-        cells = [cell(v, v == best) for v in M[i]]
+        cells = [cell(v, v == best, res.get((d, k, scorer))) for v, k in zip(M[i], kernels)]
         if fmt == "md":
             lines.append(f"| {d} | " + " | ".join(cells) + " |")
         else:
             lines.append(f"{d} & " + " & ".join(cells) + r" \\")
     means = ["-" if np.isnan(v) else f"{v:.3f}" for v in col_mean]
     rks = ["-" if np.isnan(v) else f"{v:.2f}" for v in rank_mean]
+    used.sort(key=lambda m: notes[m])
     if fmt == "md":
         lines += ["| mean | " + " | ".join(means) + " |", "| mean rank | " + " | ".join(rks) + " |"]
+        if used:
+            lines += [""] + [f"[{notes[m]}] {m}  " for m in used]
     else:
         lines += [r"\midrule", "mean & " + " & ".join(means) + r" \\",
-                  "mean rank & " + " & ".join(rks) + r" \\", r"\bottomrule", r"\end{tabular}",
-                  r"\end{table}"]  # fmt: skip
+                  "mean rank & " + " & ".join(rks) + r" \\", r"\bottomrule",
+                  r"\end{tabular}"]  # fmt: skip
+        if used:
+            lines += [r"\par\smallskip\footnotesize"]
+            lines += [f"[{notes[m]}] {_tex_escape(m)}\\\\" for m in used]
+        lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"
 
 
 def markdown_tables(res: dict) -> str:
+    """One Markdown table per (metric, scorer); a failed entry reads "failed [n]", with the
+    reason n below the table (numbered once for all tables)."""
     _, _, scorers = _axes(res)
-    return "\n".join(t for m in METRICS for s in scorers if (t := _table(res, m, s, "md")))
+    notes = failure_notes(res)
+    return "\n".join(t for m in METRICS for s in scorers if (t := _table(res, m, s, "md", notes)))
 
 
 def latex_tables(res: dict) -> str:
     _, _, scorers = _axes(res)
-    return "\n".join(t for m in METRICS for s in scorers if (t := _table(res, m, s, "tex")))
+    notes = failure_notes(res)
+    return "\n".join(t for m in METRICS for s in scorers if (t := _table(res, m, s, "tex", notes)))
 
 
 def print_summary(res: dict, file=None) -> None:
-    """Per data set: kernels x scorers, 'ROC-AUC / PR-AUC' averaged over the classes."""
+    """Per data set: kernels x scorers, 'ROC-AUC / PR-AUC' averaged over the classes; a
+    failed entry reads "failed [n]" with the reason n below the data set's table."""
     datasets, kernels, scorers = _axes(res)
+    notes = failure_notes(res)
     for d in datasets:
+        used: list[str] = []
         print(f"\n{d}: test ROC-AUC / PR-AUC, mean over classes (normal class positive)",
               file=file)  # fmt: skip
         w = max(13, *(len(s) + 2 for s in scorers))
@@ -183,11 +255,16 @@ def print_summary(res: dict, file=None) -> None:
                 e = res.get((d, k, s))
                 if e is None:
                     cells.append(f"{'':>{w}}")
+                elif e["errors"]:
+                    used.extend(m for m in e["errors"] if m not in used)
+                    cells.append(f"failed [{_marks(e, notes)}]".rjust(w))
                 elif math.isnan(e["roc_auc"]):
-                    cells.append(f"{'failed':>{w}}")
+                    cells.append(f"{e['n_classes']}/{e['classes']} classes".rjust(w))
                 else:
                     cells.append(f"{e['roc_auc']:.3f}/{e['pr_auc']:.3f}".rjust(w))
             print(f"{k:<18}" + "".join(cells), file=file)
+        for m in sorted(used, key=notes.get):
+            print(f"  [{notes[m]}] {m}", file=file)
 
 
 # ----------------------------------------------------------------------------- timing
@@ -293,10 +370,7 @@ def _plots(store: ResultStore, setting: str, res: dict, out: Path) -> list[Path]
         plt.close(fig)
         paths.append(p)
     # histograms of the selected hyper-parameters
-    rows = store.query(
-        "SELECT kernel, scorer, params, time_channel, alpha, rank FROM test "
-        "WHERE setting=? AND error IS NULL", (setting,),
-    )  # fmt: skip
+    rows = _test_rows(store, setting, "AND error IS NULL")
     if rows:
         values: dict[str, list] = {}
         for r in rows:
@@ -341,10 +415,7 @@ def _rank_diagram(store, setting, out, plt) -> Path | None:
     the Nemenyi critical difference CD = q_0.05(k) sqrt(k (k + 1) / (6 n))."""
     from scipy.stats import studentized_range
 
-    rows = store.query(
-        "SELECT dataset, cls, kernel, scorer, roc_auc FROM test WHERE setting=? "
-        "AND error IS NULL", (setting,),
-    )  # fmt: skip
+    rows = _test_rows(store, setting, "AND error IS NULL")
     methods = sorted({(r["kernel"], r["scorer"]) for r in rows})
     problems = sorted({(r["dataset"], r["cls"]) for r in rows})
     if len(methods) < 2 or not problems:
@@ -390,22 +461,40 @@ def _rank_diagram(store, setting, out, plt) -> Path | None:
 def write_report(store_path: str | Path, out_dir: str | Path, setting: str | None = None,
                  reference_csv: str | Path | None = None, plots: bool = True) -> dict:  # fmt: skip
     """Write ``report.md``, ``tables.tex``, ``results.csv`` and the PNG plots to ``out_dir``;
-    returns {"files": [...], "summary": res}."""
+    returns {"files": [...], "summary": res}.
+
+    Nothing is written (not even ``out_dir``) when the store cannot be read, holds no such
+    setting or no test results for it (:class:`~experiments._store.StoreError`), or when
+    ``reference_csv`` is missing (``FileNotFoundError``)."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    with ResultStore(store_path) as store:
-        setting = setting or _latest_setting(store)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"the report folder {out} is a file")
+    if reference_csv is not None and not Path(reference_csv).is_file():
+        raise FileNotFoundError(f"reference CSV {reference_csv}: no such file")
+    with ResultStore(store_path, mode="read") as store:
+        known = store.settings()
         if setting is None:
-            raise ValueError(f"the store {store_path} holds no results")
+            setting = _latest_setting(store)
+            if setting is None:
+                raise StoreError(f"the store {store_path} holds no results")
+        elif setting not in known:
+            have = ", ".join(sorted(known)) or "none"
+            raise StoreError(f"the store {store_path} holds no setting {setting!r} "
+                             f"(settings there: {have})")  # fmt: skip
         res = summary(store, setting)
+        if not res:
+            raise StoreError(f"the store {store_path} holds no test results for setting "
+                             f"{setting} yet (resume its run with the same command)")  # fmt: skip
+        out.mkdir(parents=True, exist_ok=True)
         files = []
         md = [f"# Results (store `{Path(store_path).name}`, setting `{setting}`)", "",
               "Test-split metrics, mean over the classes of each data set (one-versus-rest, "
               "normal class positive); hyper-parameters selected by repeated stratified "
-              "k-fold CV on the training split. Best per data set in bold.", "",
-              "```", json.dumps(store.settings().get(setting, {}), sort_keys=True), "```", "",
+              "k-fold CV on the training split. Best per data set in bold; a failed entry "
+              "gives its reason below the table.", "",
+              "```", json.dumps(known.get(setting, {}), sort_keys=True), "```", "",
               markdown_tables(res)]  # fmt: skip
-        if reference_csv is not None and Path(reference_csv).is_file():
+        if reference_csv is not None:
             comp = reference_comparison(res, reference_csv)
             if comp:
                 md += ["## Against the reference figures", "", _reference_md(comp)]
@@ -416,9 +505,10 @@ def write_report(store_path: str | Path, out_dir: str | Path, setting: str | Non
         files += [out / "report.md", out / "tables.tex"]
         with open(out / "results.csv", "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["dataset", "kernel", "scorer", "roc_auc", "pr_auc", "n_classes"])
+            w.writerow(["dataset", "kernel", "scorer", "roc_auc", "pr_auc", "n_classes", "error"])
             for (d, k, s), e in sorted(res.items()):
-                w.writerow([d, k, s, e["roc_auc"], e["pr_auc"], e["n_classes"]])
+                err = "; ".join(f"{m} ({', '.join(c)})" for m, c in e["errors"].items())
+                w.writerow([d, k, s, e["roc_auc"], e["pr_auc"], e["n_classes"], err])
         files.append(out / "results.csv")
         if plots:
             files += _plots(store, setting, res, out)

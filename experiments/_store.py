@@ -3,9 +3,10 @@ cell, committed as each cell finishes.
 
 Tables
 ------
-``settings``: setting id -> the JSON of the protocol settings it stands for (folds, repeats,
-seed, Gram sharing, scorer grids). Every result row carries its setting id, so runs with other
-settings never mix.
+``settings``: setting id -> the JSON of the settings it stands for (protocol: folds, repeats,
+seed, Gram sharing, scorer grids; and the run's kernel grids: the preset, the time channel,
+the levels and every ``--grid`` override). Every result row carries its setting id, so runs
+with other settings never mix.
 
 ``cv``: one row per (setting, dataset, class, kernel, kernel parameters, time channel,
 scorer): the ROC-AUC and PR-AUC averaged over the CV folds for every (alpha, rank) of the
@@ -15,20 +16,33 @@ scorer, as float64 arrays (n_alpha, n_rank), with the seconds spent.
 CV and the test-split ROC-AUC and PR-AUC.
 
 ``runs``: one row per invocation (command, start, end, cells computed, wall seconds).
+
+Opening checks the file before anything is read or written: a missing file (``mode="read"``),
+a file that is not SQLite, a damaged one (``PRAGMA integrity_check``), a SQLite file of other
+tables or of an older layout, and a location that cannot be written (``mode="write"``) raise
+:class:`StoreError`, whose one-line message names the file and the cause. Reading needs no
+write access (a store on a read-only file system is opened immutable).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 
-__all__ = ["ResultStore", "setting_id", "encode_array", "decode_array"]
+__all__ = ["ResultStore", "StoreError", "setting_id", "encode_array", "decode_array"]
+
+
+class StoreError(Exception):
+    """A store that cannot be used: the message names the file and the cause (one line)."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (
@@ -68,6 +82,10 @@ TEST_COLUMNS = (
     "rank", "cv_objective", "roc_auc", "pr_auc", "seconds", "error", "revision", "device",
     "created",
 )  # fmt: skip
+RUNS_COLUMNS = (
+    "id", "setting", "command", "preset", "started", "finished", "cells_computed",
+    "wall_seconds", "revision", "device", "workers", "scheduler",
+)  # fmt: skip
 
 
 def setting_id(setting: dict) -> str:
@@ -84,25 +102,164 @@ def encode_array(a: np.ndarray) -> bytes:
 
 
 def decode_array(b: bytes) -> np.ndarray:
-    shape = tuple(np.frombuffer(b[:8], dtype="<i4"))
+    """Inverse of :func:`encode_array`; a blob of the wrong length raises ``ValueError``."""
+    if b is None or len(b) < 8:
+        raise ValueError("a stored array is truncated (fewer than 8 bytes)")
+    shape = tuple(int(v) for v in np.frombuffer(b[:8], dtype="<i4"))
+    if min(shape) < 0 or (len(b) - 8) != 8 * shape[0] * shape[1]:
+        raise ValueError(f"a stored array is damaged (shape {shape}, {len(b) - 8} data bytes)")
     return np.frombuffer(b[8:], dtype="<f8").reshape(shape).copy()
 
 
-class ResultStore:
-    """A results store in one SQLite file. Rows are committed per cell (:meth:`add_cell`)."""
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
 
-    def __init__(self, path: str | Path):
+
+def _unwritable(path: Path) -> str | None:
+    """Why ``path`` (a file, or the folder a new file goes into) cannot be written, or None."""
+    if os.access(path, os.W_OK):
+        return None
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    except OSError:  # pragma: no cover - statvfs missing or refused
+        pass
+    return "permission denied"
+
+
+_TABLES = {"settings": ("setting", "json"), "cv": CV_COLUMNS, "test": TEST_COLUMNS,
+           "runs": RUNS_COLUMNS}  # fmt: skip
+
+
+class ResultStore:
+    """A results store in one SQLite file. Rows are committed per cell (:meth:`add_cell`).
+
+    ``mode="write"`` (default) creates the file (and its folder) when missing and needs write
+    access; ``mode="read"`` needs an existing store and never writes (``report``).
+    ``check=False`` skips the integrity check (a store just checked in the same process).
+    Every problem with the file raises :class:`StoreError`.
+    """
+
+    def __init__(self, path: str | Path, mode: str = "write", check: bool = True):
+        if mode not in ("read", "write"):
+            raise ValueError(f"`mode` must be 'read' or 'write', got {mode!r}")
         self.path = Path(path)
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.con = sqlite3.connect(str(self.path), timeout=60.0)
-        self.con.execute("PRAGMA journal_mode=WAL")
-        self.con.execute("PRAGMA synchronous=NORMAL")
-        self.con.executescript(_SCHEMA)
-        self.con.commit()
+        self.mode = mode
+        self.con = None
+        if self.path.is_dir():
+            raise StoreError(f"the store {self.path} is a folder, not a file")
+        if mode == "read":
+            self.con = self._open_read()
+        else:
+            self.con = self._open_write()
+        try:
+            self._check(check)
+            if mode == "write":
+                self.con.execute("PRAGMA journal_mode=WAL")
+                self.con.execute("PRAGMA synchronous=NORMAL")
+                self.con.executescript(_SCHEMA)
+                self.con.commit()
+        except sqlite3.DatabaseError as exc:
+            self.con.close()
+            raise self._error(exc) from None
+        except StoreError:
+            self.con.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+    def _error(self, exc: BaseException, doing: str = "open") -> StoreError:
+        cause = str(exc)
+        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in cause:
+            return StoreError(f"{self.path} is not a SQLite database ({cause})")
+        if isinstance(exc, sqlite3.DatabaseError) and "malformed" in cause:
+            return StoreError(f"the store {self.path} is damaged ({cause}); restore it from a "
+                              "copy or start a new store")  # fmt: skip
+        return StoreError(f"cannot {doing} the store {self.path}: {cause}")
+
+    def _open_read(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            raise StoreError(f"no store at {self.path} (file not found)")
+        if not os.access(self.path, os.R_OK):
+            raise StoreError(f"cannot read the store {self.path}: permission denied")
+        uri = "file:" + quote(str(self.path.resolve()))
+        if _unwritable(self.path) is None and _unwritable(self.path.parent) is None:
+            tries = [uri]  # read-write open, but nothing is written; -wal/-shm are transient
+        else:
+            tries = [uri + "?mode=ro"]
+            if not Path(str(self.path) + "-wal").exists():
+                # a read-only location: nobody can write the file, so it cannot change under
+                # us; SQLite cannot create the WAL index there without this
+                tries.append(uri + "?mode=ro&immutable=1")
+        err: BaseException | None = None
+        for u in tries:
+            con = sqlite3.connect(u, uri=True, timeout=60.0)
+            try:
+                con.execute("SELECT name FROM sqlite_master").fetchall()
+                return con
+            except sqlite3.DatabaseError as exc:
+                con.close()
+                err = exc
+                if "not a database" in str(exc):
+                    break
+        raise self._error(err, "read")
+
+    def _open_write(self) -> sqlite3.Connection:
+        if self.path.exists():
+            cause = _unwritable(self.path) or _unwritable(self.path.parent)
+            if cause is not None:
+                raise StoreError(f"cannot write the store {self.path}: {cause}")
+        else:
+            folder = self.path.parent
+            existing = folder
+            while not existing.exists() and existing != existing.parent:
+                existing = existing.parent
+            cause = _unwritable(existing)
+            if cause is not None:
+                raise StoreError(f"cannot create the store {self.path} in {existing}: {cause}")
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store {self.path}: {exc.strerror}") from None
+        try:
+            con = sqlite3.connect(str(self.path), timeout=60.0)
+            con.execute("SELECT name FROM sqlite_master").fetchall()
+        except sqlite3.DatabaseError as exc:
+            if "con" in locals():
+                con.close()
+            raise self._error(exc) from None
+        return con
+
+    def _check(self, integrity: bool) -> None:
+        tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE "
+                                                 "type='table'")}  # fmt: skip
+        ours = set(_TABLES)
+        if not tables:
+            if self.mode == "read":
+                raise StoreError(f"{self.path} holds no results store (an empty database)")
+            return
+        if not ours <= tables:
+            missing = ", ".join(sorted(ours - tables))
+            raise StoreError(f"{self.path} is not a results store (tables missing: {missing}); "
+                             "name another file")  # fmt: skip
+        for table, columns in _TABLES.items():
+            missing = set(columns) - _columns(self.con, table)
+            if missing:
+                lacks = ", ".join(sorted(missing))
+                raise StoreError(
+                    f"the store {self.path} has an older layout (table {table} lacks {lacks}); "
+                    "start a new store"
+                )
+        if integrity:
+            rows = self.con.execute("PRAGMA integrity_check(1)").fetchall()
+            if rows != [("ok",)]:
+                first = str(rows[0][0]).replace("\n", " ").replace("*** in database main *** ", "")
+                raise StoreError(f"the store {self.path} is damaged ({first.strip()}); restore "
+                                 "it from a copy or start a new store")  # fmt: skip
 
     def close(self) -> None:
-        self.con.close()
+        if self.con is not None:
+            self.con.close()
+            self.con = None
 
     def __enter__(self) -> ResultStore:
         return self
@@ -111,24 +268,39 @@ class ResultStore:
         self.close()
 
     # ------------------------------------------------------------------ writing
+    def _write(self, fn, *args):
+        """Run ``fn(*args)`` in one transaction; SQLite failures become :class:`StoreError`."""
+        if self.mode != "write":
+            raise StoreError(f"the store {self.path} was opened for reading")
+        try:
+            with self.con:
+                return fn(*args)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc, "write") from None
+
     def add_setting(self, setting: dict) -> str:
         sid = setting_id(setting)
-        with self.con:
-            self.con.execute(
-                "INSERT OR IGNORE INTO settings VALUES (?, ?)",
-                (sid, json.dumps(setting, sort_keys=True)),
-            )
+        self._write(
+            self.con.execute,
+            "INSERT OR IGNORE INTO settings VALUES (?, ?)",
+            (sid, json.dumps(setting, sort_keys=True)),
+        )
         return sid
 
     def add_cell(self, cv_rows: Iterable[dict] = (), test_rows: Iterable[dict] = ()) -> None:
         """Insert the rows of one finished cell in one transaction (committed on return).
 
         A key already present is an error (a finished cell is never computed twice)."""
-        with self.con:
+
+        def insert():
             for row in cv_rows:
                 self._insert("cv", CV_COLUMNS, row)
             for row in test_rows:
                 self._insert("test", TEST_COLUMNS, row)
+
+        self._write(insert)
 
     def _insert(self, table: str, columns: tuple[str, ...], row: dict) -> None:
         unknown = set(row) - set(columns)
@@ -138,61 +310,101 @@ class ResultStore:
         marks = ", ".join("?" * len(columns))
         self.con.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", vals)
 
+    def delete_failed(self, setting: str, datasets, kernels, scorers) -> tuple[int, int]:
+        """Delete the failed rows of ``setting`` within (datasets x kernels x scorers), so a
+        run computes them again: every failed cv row, the test rows that depend on one (their
+        selection would change), and every failed test row. Returns (cv rows, test rows)."""
+
+        def scope(table):
+            marks = [", ".join("?" * len(v)) for v in (datasets, kernels, scorers)]
+            return (f"{table}.setting=? AND {table}.dataset IN ({marks[0]}) AND "
+                    f"{table}.kernel IN ({marks[1]}) AND {table}.scorer IN ({marks[2]})",
+                    (setting, *datasets, *kernels, *scorers))  # fmt: skip
+
+        def delete():
+            cv_where, cv_args = scope("cv")
+            te_where, te_args = scope("test")
+            n_test = self.con.execute(
+                f"DELETE FROM test WHERE {te_where} AND (test.error IS NOT NULL OR EXISTS ("
+                "SELECT 1 FROM cv WHERE cv.setting=test.setting AND cv.dataset=test.dataset "
+                "AND cv.cls=test.cls AND cv.kernel=test.kernel AND cv.scorer=test.scorer AND "
+                "cv.error IS NOT NULL))",
+                te_args,
+            ).rowcount
+            n_cv = self.con.execute(
+                f"DELETE FROM cv WHERE {cv_where} AND cv.error IS NOT NULL", cv_args
+            ).rowcount
+            return n_cv, n_test
+
+        return self._write(delete)
+
     def start_run(self, **fields) -> int:
-        with self.con:
-            cur = self.con.execute(
-                "INSERT INTO runs (setting, command, preset, started, revision, device, workers,"
-                " scheduler) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    fields.get("setting"), fields.get("command"), fields.get("preset"),
-                    time.time(), fields.get("revision"), fields.get("device"),
-                    fields.get("workers"), fields.get("scheduler"),
-                ),
-            )  # fmt: skip
+        cur = self._write(
+            self.con.execute,
+            "INSERT INTO runs (setting, command, preset, started, revision, device, workers,"
+            " scheduler) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                fields.get("setting"), fields.get("command"), fields.get("preset"),
+                time.time(), fields.get("revision"), fields.get("device"),
+                fields.get("workers"), fields.get("scheduler"),
+            ),
+        )  # fmt: skip
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, cells: int, wall: float) -> None:
-        with self.con:
-            self.con.execute(
-                "UPDATE runs SET finished=?, cells_computed=?, wall_seconds=? WHERE id=?",
-                (time.time(), cells, wall, run_id),
-            )
+        self._write(
+            self.con.execute,
+            "UPDATE runs SET finished=?, cells_computed=?, wall_seconds=? WHERE id=?",
+            (time.time(), cells, wall, run_id),
+        )
 
     # ------------------------------------------------------------------ reading
+    def _read(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        try:
+            return self.con.execute(sql, params)
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc, "read") from None
+
     def cv_keys(self, setting: str) -> set[tuple]:
         """(dataset, cls, kernel, params, time_channel, scorer) of every stored cv row."""
-        cur = self.con.execute(
+        cur = self._read(
             "SELECT dataset, cls, kernel, params, time_channel, scorer FROM cv WHERE setting=?",
             (setting,),
         )
         return {(a, b, c, d, bool(e), f) for a, b, c, d, e, f in cur}
 
     def test_keys(self, setting: str) -> set[tuple]:
-        cur = self.con.execute(
+        cur = self._read(
             "SELECT dataset, cls, kernel, scorer, grid FROM test WHERE setting=?", (setting,)
         )
         return set(cur)
 
     def cv_rows(self, setting: str, dataset: str, cls: str, kernel: str, scorer: str):
-        cur = self.con.execute(
+        cur = self._read(
             "SELECT params, time_channel, axis, roc, pr, error FROM cv WHERE setting=? AND "
             "dataset=? AND cls=? AND kernel=? AND scorer=?",
             (setting, dataset, cls, kernel, scorer),
         )
         out = {}
         for params, tc, axis, roc, pr, error in cur:
-            out[(params, bool(tc))] = {
-                "axis": None if axis is None else json.loads(axis),
-                "roc": None if roc is None else decode_array(roc),
-                "pr": None if pr is None else decode_array(pr),
-                "error": error,
-            }
+            try:
+                out[(params, bool(tc))] = {
+                    "axis": None if axis is None else json.loads(axis),
+                    "roc": None if roc is None else decode_array(roc),
+                    "pr": None if pr is None else decode_array(pr),
+                    "error": error,
+                }
+            except ValueError as exc:
+                raise StoreError(
+                    f"the store {self.path} is damaged (cv row {dataset}/{cls}/{kernel}/"
+                    f"{scorer} {params}: {exc}); restore it from a copy or start a new store"
+                ) from None
         return out
 
     def query(self, sql: str, params: tuple = ()) -> list[dict]:
-        cur = self.con.execute(sql, params)
+        cur = self._read(sql, params)
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur]
 
     def settings(self) -> dict[str, dict]:
-        return {s: json.loads(j) for s, j in self.con.execute("SELECT setting, json FROM settings")}
+        return {s: json.loads(j) for s, j in self._read("SELECT setting, json FROM settings")}

@@ -1,5 +1,7 @@
 """The results store and the runner: determinism, a run stopped or killed mid-way and
-resumed (same store, no cell computed twice), Dask (LocalCluster) equals the local run."""
+resumed (same store, no cell computed twice), Dask (LocalCluster) equals the local run; with
+worker processes, no process outlives its parent and SIGINT / SIGTERM stop a run cleanly
+(issue 14, item 5)."""
 
 from __future__ import annotations
 
@@ -88,6 +90,163 @@ def test_killed_run_resumes_to_the_same_store(tmp_path, reference_store):
     resumed = run_benchmark(_opts(path))
     assert resumed["cells_computed"] == ref["cells_total"] - cells_done
     assert _test_table(path) == _test_table(ref_path)
+
+
+CLI = [sys.executable, "-m", "experiments", "run", "--dataset", "BasicMotions", "--kernels",
+       *FAST_KERNELS, "--scorers", *FAST_SCORERS, "--folds", "2", "--repeats", "1",
+       "--max-rank", "8", "--time-channel", "both", "--no-progress"]  # fmt: skip
+
+
+def _proc_state(pid: int) -> str | None:
+    """The state letter of a process from /proc (None: gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+                out.append(int(d))
+    return out
+
+
+def _alive(pids) -> list[int]:
+    """The processes of ``pids`` still running (a zombie waiting to be reaped has ended)."""
+    return [p for p in pids if _proc_state(p) not in (None, "Z")]
+
+
+def _start_and_wait_for_cells(path, n_cells: int, *extra):
+    """Start the CLI run with ``extra`` options; return (process, its child processes) once
+    ``n_cells`` CV cells are committed and while the run is still going."""
+    proc = subprocess.Popen([*CLI, "--store", str(path), *extra], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    deadline = time.time() + 90
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
+            n_rows = con.execute("SELECT COUNT(*) FROM cv").fetchone()[0]
+            con.close()
+        except sqlite3.Error:
+            n_rows = 0
+        if n_rows >= n_cells * len(FAST_SCORERS):
+            break
+        time.sleep(0.01)
+    kids = _children(proc.pid)
+    assert proc.poll() is None, "the run finished before it could be stopped"
+    return proc, kids
+
+
+def _cells_done(path) -> int:
+    con = sqlite3.connect(str(path))
+    cv_done = con.execute("SELECT COUNT(*) FROM cv").fetchone()[0]
+    test_done = con.execute("SELECT COUNT(*) FROM test").fetchone()[0]
+    con.close()
+    assert cv_done % len(FAST_SCORERS) == 0 and test_done % len(FAST_SCORERS) == 0
+    return cv_done // len(FAST_SCORERS) + test_done // len(FAST_SCORERS)
+
+
+def _wait_gone(pids, seconds: float = 10.0) -> list[int]:
+    deadline = time.time() + seconds
+    while _alive(pids) and time.time() < deadline:
+        time.sleep(0.05)
+    return _alive(pids)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads processes from /proc")
+def test_sigkill_of_the_parent_leaves_no_worker_and_resumes(tmp_path, reference_store):
+    """`run --workers 2` killed with SIGKILL: its workers and the resource tracker end with
+    it (today they stayed alive, idle, until killed by hand); the resumed run ends with the
+    tables of an uninterrupted run."""
+    ref_path, ref = reference_store
+    path = tmp_path / "killed.sqlite"
+    proc, kids = _start_and_wait_for_cells(path, 2, "--workers", "2")
+    try:
+        assert len(_alive(kids)) >= 2  # the two workers (and the resource tracker)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        left = _wait_gone(kids)
+    finally:
+        for pid in _alive(kids):  # only if the test fails: do not leave them running
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], f"processes outlived their parent: {left}"
+    done = _cells_done(path)
+    assert 0 < done < ref["cells_total"]
+    resumed = run_benchmark(_opts(path))
+    assert resumed["cells_computed"] == ref["cells_total"] - done
+    assert _test_table(path) == _test_table(ref_path)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads processes from /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_stops_the_run_cleanly(tmp_path, reference_store, sig):
+    """SIGTERM (`kill PID`) or SIGINT to the whole process group (Ctrl-C in a terminal) of
+    `run --workers 2`: the run stops at once (today the workers went on computing after a
+    SIGTERM), every arrived result is committed, the run row is finished, exit status
+    128 + signal, no process left; the same command resumes."""
+    ref_path, ref = reference_store
+    path = tmp_path / "stopped.sqlite"
+    proc, kids = _start_and_wait_for_cells(path, 2, "--workers", "2")
+    try:
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)  # the workers receive it too, and leave it to the parent
+        else:
+            os.kill(proc.pid, sig)
+        _, err = proc.communicate(timeout=30)
+        left = _wait_gone(kids)
+    finally:
+        for pid in _alive(kids):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 128 + sig, err
+    assert left == [], f"processes outlived their parent: {left}"
+    assert "Traceback" not in err
+    name = signal.Signals(sig).name
+    done = _cells_done(path)
+    assert f"run stopped by {name}: {done} of {ref['cells_total']} cells computed" in err
+    con = sqlite3.connect(str(path))
+    ((cells, finished),) = con.execute("SELECT cells_computed, finished FROM runs").fetchall()
+    con.close()
+    assert cells == done and finished is not None
+    resumed = run_benchmark(_opts(path))
+    assert resumed["cells_computed"] == ref["cells_total"] - done
+    assert _test_table(path) == _test_table(ref_path)
+
+
+def test_stop_request_abandons_a_serial_cell(tmp_path):
+    """In one process the signal handler interrupts the cell being computed; the run
+    commits what it had and raises RunInterrupted with the summary."""
+    import experiments._runner as runner
+
+    calls = []
+    real = runner._dask_entry
+
+    def entry(kind, cell, data, config):
+        calls.append(kind)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGTERM)  # arrives while "computing"
+            time.sleep(5)
+            raise AssertionError("the handler did not interrupt the cell")
+        return real(kind, cell, data, config)
+
+    path = tmp_path / "serial.sqlite"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runner, "_dask_entry", entry)
+        with pytest.raises(runner.RunInterrupted) as info:
+            run_benchmark(_opts(path))
+    assert info.value.signum == signal.SIGTERM
+    assert info.value.summary["cells_computed"] == 2 == _cells_done(path)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
 
 
 def test_dask_local_cluster_equals_local_run(tmp_path, reference_store):

@@ -149,8 +149,10 @@ def test_cli_list_run_and_report(tmp_path, capsys):
     argv = ["run", "--dataset", "BasicMotions", "--kernels", "flat_linear", "--scorers",
             "mahalanobis", "--folds", "2", "--max-rank", "5", "--time-channel", "no",
             "--grid", "flat_linear.nothing=1", "--store", str(store), "--no-progress"]  # fmt: skip
-    with pytest.raises(ValueError, match="axes"):
-        main(argv)
+    assert main(argv) == 2  # one line on stderr, no traceback, no store created
+    err = capsys.readouterr().err
+    assert err.startswith("error: --grid flat_linear.nothing") and err.count("\n") == 1
+    assert not store.exists()
     argv = argv[:-5] + argv[-3:]
     assert main([*argv, "--report", str(tmp_path / "rep")]) == 0
     out = capsys.readouterr().out
