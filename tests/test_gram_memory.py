@@ -132,7 +132,7 @@ def test_truncated_linear_small_max_memory_uses_blocked_features(monkeypatch, le
     K = small.gram(X)
     elapsed = time.perf_counter() - t0
     assert calls["n"] == 0  # never the recursion (was 57 s at N = 200)
-    assert elapsed < 5.0
+    assert elapsed < 10.0  # ~0.1-1 s; generous for shared machines
     assert torch.equal(K, K.T)
     torch.testing.assert_close(K, K_ref, rtol=1e-12, atol=0)
     torch.testing.assert_close(small.gram(X, Y), K_ref_xy, rtol=1e-12, atol=0)
