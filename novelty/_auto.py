@@ -182,7 +182,7 @@ def select_members(
             for i, (scorer, params) in enumerate(SCORER_CANDIDATES):
                 spec = _spec(kernel, scorer, params, prep, norm)
                 try:
-                    s = novelty(spec, make_scorer(_fit_params(spec, K.shape[0])).fit(K), Kt, diag)
+                    s = novelty(spec, make_scorer(spec, K.shape[0]).fit(K), Kt, diag)
                 except (ValueError, ArithmeticError):
                     continue
                 s = s.cpu().numpy()
@@ -224,15 +224,6 @@ def select_members(
     table["chosen"] = [i in chosen for i in range(len(table))]
     table = table.sort_values("score", ascending=False, na_position="last").reset_index(drop=True)
     return [scores[i][1] for i in chosen], table
-
-
-def _fit_params(spec: MemberSpec, n_train: int) -> MemberSpec:
-    """The spec with n_neighbors capped at the training size."""
-    p = dict(spec.scorer_params)
-    if "n_neighbors" in p and p["n_neighbors"] > n_train:
-        p["n_neighbors"] = n_train
-        return MemberSpec(**{**spec.__dict__, "scorer_params": p})
-    return spec
 
 
 def _spec(kernel, scorer, params, prep, normalize, kname="") -> MemberSpec:

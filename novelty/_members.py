@@ -66,9 +66,12 @@ def preprocess_mode(preprocess) -> str | None:
     raise ValueError(f'`preprocess` must be True, False, "channel" or "step", got {preprocess!r}')
 
 
-def make_scorer(spec: MemberSpec):
-    """An unfitted Gram-level scorer for ``spec``."""
+def make_scorer(spec: MemberSpec, n_corpus: int | None = None):
+    """An unfitted Gram-level scorer for ``spec``; a kNN ``n_neighbors`` above the corpus size
+    ``n_corpus`` (when given) is lowered to it."""
     params = dict(spec.scorer_params or {})
+    if n_corpus is not None and spec.scorer == "knn" and params.get("n_neighbors", 1) > n_corpus:
+        params["n_neighbors"] = n_corpus
     if spec.scorer in ("conformance", "mahalanobis"):
         if spec.rank is not None:
             params["max_rank"] = int(spec.rank)
@@ -158,7 +161,8 @@ class Member:
         self.corpus_ = Z
         K = self.kernel_.gram(Z, normalize=spec.normalize)
         diag = torch.diagonal(K).clone()
-        self.scorer_ = make_scorer(spec).fit(K)
+        auto = spec.name != ""  # members made by the recipe or the selection adapt to N
+        self.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
         self.calibration_ = held_out_scores(spec, K, diag)
         return self
 
