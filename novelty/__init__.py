@@ -7,6 +7,7 @@ The sktime adapters are imported on first use (``novelty.SktimeKernelAdapter``),
 from ._baselines import KNNScorer, MeanEmbeddingScorer, OCSVMScorer
 from ._detector import SCORERS, KernelNoveltyDetector
 from ._layouts import as_series_collection, single_series_hint
+from ._plot import plot_scores
 from ._sosrep import SOSREPScorer
 from ._spectral_support import SpectralSupport
 from ._variance_norm import VarianceNorm
@@ -25,6 +26,7 @@ __all__ = [
     "SpectralSupport",
     "VarianceNorm",
     "as_series_collection",
+    "plot_scores",
     "single_series_hint",
     "sktime_kernels",
 ]

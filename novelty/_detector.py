@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._calibration import conformal_p_values, conformal_threshold, min_corpus_for
 from ._members import SCORERS, Member, MemberSpec, preprocess_mode, robust_scale
+from ._plot import plot_scores
 
 __all__ = ["KernelNoveltyDetector", "SCORERS"]
 
@@ -169,6 +170,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         r"""Conformal p-values :math:`(1 + \#\{c_i \ge s(x)\}) / (n + 1)`, array (n,): small =
         unlike the corpus; for a new normal series :math:`P(p \le \varepsilon) \le \varepsilon`."""
         return conformal_p_values(self.calibration_scores_, self._novelty(X))
+
+    def plot_scores(self, X, **kwargs):
+        """Score distributions and flagged series on ``X``: :func:`novelty.plot_scores`."""
+        return plot_scores(self, X, **kwargs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
