@@ -66,7 +66,6 @@ import os
 import platform
 import shlex
 import sqlite3
-import subprocess
 import sys
 import time
 import warnings
@@ -518,20 +517,6 @@ def write_row(con: sqlite3.Connection, row: dict) -> None:
     con.commit()
 
 
-def git_rev() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            check=False,
-        )
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
-
-
 # -- run -------------------------------------------------------------------------------------
 def resolve_methods(names: list[str] | None, extras: list[Method]) -> list[Method]:
     table = {**METHODS, **{m.name: m for m in extras}}
@@ -580,6 +565,8 @@ def run_benchmark(
         check_settings(con, {"max_corpus": max_corpus, "max_test": max_test})
         register_methods(con, methods, rerun)
         done = done_keys(con, retry_errors)
+        from experiments.adbench import git_rev  # one provenance helper for the harnesses
+
         rev, written, fresh = git_rev(), 0, set()  # fresh: keys rerun in this call
         for seed in seeds:
             for ds in datasets:
