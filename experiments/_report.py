@@ -3,9 +3,9 @@
 Tables (Markdown and LaTeX), one per (metric, scorer) in the layout of the reference study:
 data sets as rows, kernels as columns, each entry the test metric averaged over the data
 set's classes (one-versus-rest); a "mean" row (mean per column) and a "mean rank" row
-(kernels ranked within each data set, 1 = best, ties averaged). Plots (PNG): conformance vs
-Mahalanobis ROC-AUC, histograms of the selected hyper-parameters, and a mean-rank diagram
-with the Nemenyi critical difference.
+(kernels ranked within each data set, 1 = best, ties averaged). The figures (PNG) are drawn
+by :mod:`experiments._figures` and listed, with notes on those left out, at the end of
+report.md.
 """
 
 from __future__ import annotations
@@ -342,121 +342,6 @@ def _reference_md(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# ----------------------------------------------------------------------------- plots
-def _plots(store: ResultStore, setting: str, res: dict, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
-    datasets, kernels, scorers = _axes(res)
-    # conformance vs Mahalanobis
-    if "conformance" in scorers and "mahalanobis" in scorers:
-        fig, ax = plt.subplots(figsize=(5, 5))
-        for k in kernels:
-            xs = [res.get((d, k, "mahalanobis"), {}).get("roc_auc", np.nan) for d in datasets]
-            ys = [res.get((d, k, "conformance"), {}).get("roc_auc", np.nan) for d in datasets]
-            ax.scatter(xs, ys, label=k, s=25)
-        ax.plot([0, 1], [0, 1], "k--", lw=0.8)
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_xlabel("Mahalanobis ROC-AUC")
-        ax.set_ylabel("conformance ROC-AUC")
-        ax.set_title("conformance vs Mahalanobis (one point per data set x kernel)")
-        ax.legend(fontsize=6, loc="lower right")
-        p = out / "conformance_vs_mahalanobis.png"
-        fig.savefig(p, dpi=120, bbox_inches="tight")
-        plt.close(fig)
-        paths.append(p)
-    # histograms of the selected hyper-parameters
-    rows = _test_rows(store, setting, "AND error IS NULL")
-    if rows:
-        values: dict[str, list] = {}
-        for r in rows:
-            if r["scorer"] in ("conformance", "mahalanobis"):
-                values.setdefault("log10 alpha", []).append(math.log10(r["alpha"]))
-                values.setdefault("rank", []).append(r["rank"])
-            values.setdefault("time channel", []).append(r["time_channel"])
-            for name, v in json.loads(r["params"]).items():
-                values.setdefault(f"{r['kernel']}: {name}", []).append(v)
-        n = len(values)
-        cols = 4
-        n_rows = math.ceil(n / cols)
-        fig, axes = plt.subplots(n_rows, cols, figsize=(3.2 * cols, 2.4 * n_rows), squeeze=False)
-        for ax, (name, v) in zip(axes.flat, sorted(values.items())):
-            v = np.asarray(v, dtype=float)
-            uniq = np.unique(v)
-            if len(uniq) <= 12:
-                counts = [(v == u).sum() for u in uniq]
-                ax.bar(range(len(uniq)), counts)
-                ax.set_xticks(range(len(uniq)), [f"{u:.3g}" for u in uniq], fontsize=6,
-                              rotation=45)  # fmt: skip
-            else:
-                ax.hist(v, bins=12)
-            ax.set_title(name, fontsize=8)
-        for ax in list(axes.flat)[n:]:
-            ax.axis("off")
-        fig.suptitle("selected hyper-parameters (all data sets, classes, scorers)")
-        fig.tight_layout()
-        p = out / "selected_hyperparameters.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
-    # mean-rank diagram of the (kernel, scorer) pairs over data sets x classes
-    p = _rank_diagram(store, setting, out, plt)
-    if p is not None:
-        paths.append(p)
-    return paths
-
-
-def _rank_diagram(store, setting, out, plt) -> Path | None:
-    """Mean ROC-AUC rank of every kernel/scorer pair over the (data set, class) problems, with
-    the Nemenyi critical difference CD = q_0.05(k) sqrt(k (k + 1) / (6 n))."""
-    from scipy.stats import studentized_range
-
-    rows = _test_rows(store, setting, "AND error IS NULL")
-    methods = sorted({(r["kernel"], r["scorer"]) for r in rows})
-    problems = sorted({(r["dataset"], r["cls"]) for r in rows})
-    if len(methods) < 2 or not problems:
-        return None
-    idx = {m: i for i, m in enumerate(methods)}
-    M = np.full((len(problems), len(methods)), np.nan)
-    pidx = {p: i for i, p in enumerate(problems)}
-    for r in rows:
-        M[pidx[(r["dataset"], r["cls"])], idx[(r["kernel"], r["scorer"])]] = r["roc_auc"]
-    # Ranks need every method on every problem: keep the methods with a result on every
-    # problem (a failed or skipped cell drops its method, not the problems); fall back to the
-    # complete problems when fewer than two methods are complete.
-    complete = ~np.isnan(M).any(axis=0)
-    dropped = len(methods) - int(complete.sum())
-    if complete.sum() >= 2:
-        M, methods = M[:, complete], [m for m, c in zip(methods, complete) if c]
-    else:
-        M, dropped = M[~np.isnan(M).any(axis=1)], 0
-    if len(M) == 0:
-        return None
-    ranks = _ranks(M).mean(axis=0)
-    k, n = len(methods), len(M)
-    q = studentized_range.ppf(0.95, k, np.inf) / math.sqrt(2)
-    cd = q * math.sqrt(k * (k + 1) / (6 * n))
-    order = np.argsort(ranks)
-    fig, ax = plt.subplots(figsize=(7, 0.22 * k + 1.2))
-    ax.barh(range(k), ranks[order], color="tab:blue")
-    ax.set_yticks(range(k), [f"{methods[i][0]} / {methods[i][1]}" for i in order], fontsize=6)
-    ax.invert_yaxis()
-    best = ranks[order[0]]
-    note = f"; {dropped} pairs without a result everywhere left out" if dropped else ""
-    label = f"best + Nemenyi CD ({cd:.2f}, {n} problems{note})"
-    ax.axvline(best + cd, color="tab:red", ls="--", lw=1, label=label)
-    ax.set_xlabel("mean ROC-AUC rank (1 = best)")
-    ax.legend(fontsize=7)
-    p = out / "mean_rank.png"
-    fig.savefig(p, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return p
-
-
 # ----------------------------------------------------------------------------- report
 def write_report(store_path: str | Path, out_dir: str | Path, setting: str | None = None,
                  reference_csv: str | Path | None = None, plots: bool = True) -> dict:  # fmt: skip
@@ -511,5 +396,10 @@ def write_report(store_path: str | Path, out_dir: str | Path, setting: str | Non
                 w.writerow([d, k, s, e["roc_auc"], e["pr_auc"], e["n_classes"], err])
         files.append(out / "results.csv")
         if plots:
-            files += _plots(store, setting, res, out)
+            from ._figures import figures_markdown, write_figures
+
+            figs, notes = write_figures(store, setting, res, out)
+            files += figs
+            with open(out / "report.md", "a") as f:
+                f.write("\n" + figures_markdown(figs, notes))
     return {"files": [str(p) for p in files], "summary": res, "setting": setting}

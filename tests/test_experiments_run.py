@@ -51,11 +51,12 @@ def test_every_kernel_and_scorer_end_to_end(tmp_path):
     assert res[("BasicMotions", "flat_rbf", "conformance")]["n_classes"] == 4
     rep = write_report(store, tmp_path / "report", reference_csv=None)
     for name in ["report.md", "tables.tex", "results.csv", "conformance_vs_mahalanobis.png",
-                 "selected_hyperparameters.png", "mean_rank.png"]:  # fmt: skip
+                 "selected_hyperparameters.png"]:  # fmt: skip
         assert (tmp_path / "report" / name).stat().st_size > 0, name
     assert str(tmp_path / "report" / "report.md") in rep["files"]
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| mean rank |" in text and "ROC-AUC, conformance" in text
+    assert "No critical-difference diagram for conformance, mahalanobis" in text
 
 
 def test_cv_cell_against_brute_force_loop():
