@@ -33,46 +33,63 @@ _GRID = np.linspace(-4.0, 4.0, 33)
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 
 
+def _split(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log(1 + |x|), x >= 0): everything psi needs, computed once."""
+    return np.log1p(np.abs(X)), X >= 0
+
+
+def _psi(L: np.ndarray, pos: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    r""":math:`\psi_\lambda` from :func:`_split`: :math:`\pm \operatorname{expm1}(c L) / c` with
+    :math:`c = \lambda` (x >= 0) or :math:`2 - \lambda` (x < 0), and :math:`\pm L` at c = 0."""
+    c = np.where(pos, lam, 2.0 - lam)
+    zero = np.abs(c) < 1e-12
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.expm1(c * L) / np.where(zero, 1.0, c)
+    out = np.where(zero, L, out)
+    return np.where(pos, out, -out)
+
+
 def yeo_johnson(X: np.ndarray, lam: np.ndarray) -> np.ndarray:
     r""":math:`\psi_\lambda` applied column-wise: X (n, F), lam (F,) -> (n, F)."""
     X = np.asarray(X, dtype=np.float64)
-    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), X.shape[1:])
-    out = np.empty_like(X)
-    pos = X >= 0
-    lp = np.broadcast_to(lam, X.shape)
+    L, pos = _split(X)
+    return _psi(L, pos, np.broadcast_to(np.asarray(lam, dtype=np.float64), X.shape[1:]))
+
+
+def _log_likelihood(L, pos, S, lam) -> np.ndarray:
+    n = L.shape[0]
+    psi = _psi(L, pos, lam)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lp1 = np.log1p(np.where(pos, X, 0.0))
-        ln1 = np.log1p(np.where(pos, 0.0, -X))
-        small = np.abs(lp) < 1e-12
-        a = np.where(small, lp1, np.expm1(lp * lp1) / np.where(small, 1.0, lp))
-        two = np.abs(lp - 2.0) < 1e-12
-        b = np.where(two, -ln1, -np.expm1((2.0 - lp) * ln1) / np.where(two, 1.0, 2.0 - lp))
-    out = np.where(pos, a, b)
-    return out
+        var = psi.var(axis=0)
+        ll = -0.5 * n * np.log(var) + (lam - 1.0) * S
+    return np.where(np.isfinite(ll), ll, -np.inf)
 
 
 def yeo_johnson_log_likelihood(X: np.ndarray, lam: np.ndarray) -> np.ndarray:
     r"""Profile log-likelihood :math:`\ell(\lambda)` of each column, (F,)."""
     X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    psi = yeo_johnson(X, lam)
-    var = psi.var(axis=0)
-    with np.errstate(divide="ignore"):
-        ll = -0.5 * n * np.log(var)
-    ll += (np.asarray(lam) - 1.0) * (np.sign(X) * np.log1p(np.abs(X))).sum(axis=0)
-    return np.where(np.isfinite(ll), ll, -np.inf)
+    L, pos = _split(X)
+    S = np.where(pos, L, -L).sum(axis=0)
+    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), X.shape[1:])
+    return _log_likelihood(L, pos, S, lam)
 
 
-def _fit_lambdas(X: np.ndarray, tol: float = 1e-9, max_iter: int = 80) -> np.ndarray:
+def _fit_lambdas(X: np.ndarray, tol: float = 1e-7, max_iter: int = 60) -> np.ndarray:
     F = X.shape[1]
-    grid_ll = np.stack([yeo_johnson_log_likelihood(X, np.full(F, g)) for g in _GRID])
+    L, pos = _split(X)
+    S = np.where(pos, L, -L).sum(axis=0)
+
+    def ll(lam):
+        return _log_likelihood(L, pos, S, lam)
+
+    grid_ll = np.stack([ll(np.full(F, g)) for g in _GRID])
     best = np.argmax(grid_ll, axis=0)
     lo = _GRID[np.maximum(best - 1, 0)]
     hi = _GRID[np.minimum(best + 1, len(_GRID) - 1)]
     # golden-section search for the maximum in [lo, hi], all features at once
     c = hi - _GOLDEN * (hi - lo)
     d = lo + _GOLDEN * (hi - lo)
-    fc, fd = yeo_johnson_log_likelihood(X, c), yeo_johnson_log_likelihood(X, d)
+    fc, fd = ll(c), ll(d)
     for _ in range(max_iter):
         if float(np.max(hi - lo)) < tol:
             break
@@ -83,14 +100,13 @@ def _fit_lambdas(X: np.ndarray, tol: float = 1e-9, max_iter: int = 80) -> np.nda
         new_d = lo + _GOLDEN * (hi - lo)
         c_next = np.where(left, new_c, d)
         d_next = np.where(left, c, new_d)
-        f_eval = yeo_johnson_log_likelihood(X, np.where(left, new_c, new_d))
+        f_eval = ll(np.where(left, new_c, new_d))
         fc, fd = np.where(left, f_eval, fd), np.where(left, fc, f_eval)
         c, d = c_next, d_next
     lam = 0.5 * (lo + hi)
     # never worse than the best grid point (a flat or non-unimodal likelihood)
-    grid_best = _GRID[best]
-    worse = yeo_johnson_log_likelihood(X, lam) < grid_ll[best, np.arange(F)]
-    return np.where(worse, grid_best, lam)
+    worse = ll(lam) < grid_ll[best, np.arange(F)]
+    return np.where(worse, _GRID[best], lam)
 
 
 class YeoJohnson:
