@@ -1,4 +1,5 @@
-r"""The exact truncated signature kernel of static-kernel-lifted paths (Kiraly-Oberhauser)."""
+r"""The truncated signature kernel of static-kernel-lifted paths: exact (Kiraly-Oberhauser) or
+its order-1 discretisation."""
 
 from __future__ import annotations
 
@@ -13,10 +14,17 @@ from ._signature_pde import check_static, lifted_increments, lifted_increments_p
 from ._static import RBF, Linear, StaticKernel
 from ._validation import SeriesBatch, check_channels, check_int, check_positive
 
-__all__ = ["TruncatedSignatureKernel", "signature_levels", "signature_kernel_levels"]
+__all__ = [
+    "TruncatedSignatureKernel",
+    "signature_levels",
+    "signature_kernel_levels",
+    "order1_levels",
+    "order1_kernel_levels",
+]
 
 _LEVELS = ("cumulative", "single")
 _ALGORITHMS = ("auto", "features", "recursion")
+_DISCRETIZATIONS = ("exact", "order1")
 
 
 def signature_levels(
@@ -88,6 +96,87 @@ def signature_kernel_levels(G: torch.Tensor, level: int) -> torch.Tensor:
     return torch.stack(out)
 
 
+def _order1_pairs(G: torch.Tensor, ii: np.ndarray, jj: np.ndarray, level: int) -> torch.Tensor:
+    """The compiled order-1 recursion for the pairs (ii[q], jj[q]) of ``G`` (nX, nY, L1, L2),
+    Tensor (level, len(ii)) on G's device and dtype."""
+    from ._signature_truncated_numba import order1_recursion_pairs
+
+    g = np.ascontiguousarray(G.detach().to("cpu", torch.float64).numpy())
+    out = np.zeros((len(ii), level))
+    if len(ii):
+        order1_recursion_pairs(g, ii, jj, level, out)
+    return torch.from_numpy(np.ascontiguousarray(out.T)).to(device=G.device, dtype=G.dtype)
+
+
+def order1_levels(
+    increments: torch.Tensor, level: int, *, compiled: bool | None = None
+) -> list[torch.Tensor]:
+    r"""Order-1 iterated sums of paths, levels 1..``level``: level k is
+    :math:`\sum_{s_1 < \cdots < s_k} v_{s_1} \otimes \cdots \otimes v_{s_k}` for the
+    increments v (the truncation of :math:`\prod_s (1 + v_s)`; no 1/k! terms within a segment).
+
+    ``increments`` (n, L, d) -> list of Tensors (n, d^k), laid out as :func:`signature_levels`.
+    ``compiled=None``: the numba core on CPU, a torch loop over time on other devices.
+    """
+    n, L, d = increments.shape
+    if compiled is None:
+        compiled = increments.device.type == "cpu"
+    if compiled:
+        from ._signature_truncated_numba import order1_sums
+
+        dx = np.ascontiguousarray(increments.detach().to("cpu", torch.float64).numpy())
+        out = np.zeros((n, sum(d**k for k in range(1, level + 1))))
+        order1_sums(dx, level, out)
+        flat = torch.from_numpy(out).to(device=increments.device, dtype=increments.dtype)
+        return list(torch.split(flat, [d**k for k in range(1, level + 1)], dim=1))
+    S = [increments.new_zeros((n, d**k)) for k in range(1, level + 1)]
+    for t in range(L):
+        v = increments[:, t]
+        for k in range(level, 1, -1):  # top down: S^(k-1) is still the old one
+            S[k - 1] = S[k - 1] + (v[:, :, None] * S[k - 2][:, None, :]).reshape(n, -1)
+        S[0] = S[0] + v
+    return S
+
+
+def order1_kernel_levels(
+    D: torch.Tensor, level: int, *, compiled: bool | None = None
+) -> torch.Tensor:
+    r"""Level sums of the order-1 discretised signature kernel, m = 1..``level``, from the
+    double-differenced static Gram ``D`` (..., L1, L2),
+    :math:`D[s, t] = k(x_{s+1}, y_{t+1}) - k(x_{s+1}, y_t) - k(x_s, y_{t+1}) + k(x_s, y_t)`:
+
+    .. math::
+        P_m = \sum_{s_1 < \cdots < s_m,\ t_1 < \cdots < t_m} \prod_{k=1}^m D[s_k, t_k],
+
+    by the recursion :math:`A_1 = D`, :math:`A_{m+1}[s, t] = D[s, t] \sum_{s' < s, t' < t}
+    A_m[s', t']` (the double cumulative sum shifted by one along both axes),
+    :math:`P_m = \sum A_m`. Returns Tensor (level, ...).
+
+    ``compiled=None``: the numba core on CPU (row by row, O(level L2) memory per pair), whole
+    (..., L1, L2) torch tensors per level on other devices.
+    """
+    if D.shape[-1] == 0 or D.shape[-2] == 0:  # a constant path: every level vanishes
+        return D.new_zeros((level,) + D.shape[:-2])
+    if compiled is None:
+        compiled = D.device.type == "cpu"
+    if compiled:
+        lead = D.shape[:-2]
+        flat = D.reshape((-1, 1) + D.shape[-2:])
+        P = flat.shape[0]
+        idx = np.arange(P, dtype=np.int64)
+        out = _order1_pairs(flat, idx, np.zeros(P, dtype=np.int64), level)
+        return out.reshape((level,) + lead)
+    out = [D.sum((-2, -1))]
+    A = D
+    for _ in range(1, level):
+        C = torch.cumsum(A, dim=-2).cumsum_(dim=-1)
+        A = torch.zeros_like(D)
+        A[..., 1:, 1:] = D[..., 1:, 1:] * C[..., :-1, :-1]
+        del C
+        out.append(A.sum((-2, -1)))
+    return torch.stack(out)
+
+
 class TruncatedSignatureKernel(Kernel):
     r"""Truncated signature kernel of the static-kernel-lifted, piecewise-linear paths.
 
@@ -96,20 +185,40 @@ class TruncatedSignatureKernel(Kernel):
         \quad(\texttt{levels="cumulative"}),\qquad
         1 + \langle S^N, S^N \rangle \quad(\texttt{levels="single"}),
 
-    with :math:`S^m` the level-m signature, :math:`\phi` the lift by the static kernel k
-    (default ``Linear()``), ``s = scale`` and N = ``level``. Exact for piecewise-linear paths
-    (the Kiraly-Oberhauser recursion of full geometric order over the double-differenced
-    static Gram, see :func:`signature_kernel_levels`). With the linear static kernel the
-    explicit signatures are used when they fit in memory (``algorithm="auto"``).
-    :meth:`gram_levels` returns every level 1..N from one pass.
+    with :math:`S^m` the level-m signature, :math:`\phi` the lift by the static kernel
+    :math:`a\,k` (k = ``static``, default ``Linear()``; a = ``amplitude`` multiplies k, so the
+    level-m term scales by :math:`a^m`), ``s = scale`` and N = ``level``. Exact for
+    piecewise-linear paths (the Kiraly-Oberhauser recursion of full geometric order over the
+    double-differenced static Gram, see :func:`signature_kernel_levels`). With the linear
+    static kernel the explicit signatures are used when they fit in memory
+    (``algorithm="auto"``). :meth:`gram_levels` returns every level 1..N from one pass.
 
-    Unequal lengths are handled by the forward-fill padding (constant pieces add nothing).
+    ``discretization="order1"`` replaces :math:`\langle S^m, S^m \rangle` by its order-1
+    discretisation over the double-differenced static Gram
+    :math:`D[s, t] = a\,(k(x_{s+1}, y_{t+1}) - k(x_{s+1}, y_t) - k(x_s, y_{t+1}) + k(x_s, y_t))`
+    (points of ``s x`` and ``s y``):
+
+    .. math::
+        P_m(x, y) = \sum_{s_1 < \cdots < s_m,\ t_1 < \cdots < t_m} \prod_{k=1}^m D[s_k, t_k]
+
+    (strictly increasing indices, no 1/k! terms within a segment; see
+    :func:`order1_kernel_levels`). ``levels="single"`` gives :math:`1 + P_N` (the reference
+    study's kernel), ``levels="cumulative"`` gives :math:`1 + P_1 + \cdots + P_N`. Both are
+    inner products of the order-1 features :math:`\prod_s (1 + v_s)` (v the lifted
+    increments), hence positive semi-definite; with the linear static kernel those features
+    are computed explicitly when they fit (:func:`order1_levels`).
+
+    Unequal lengths are handled by the forward-fill padding (constant pieces add nothing, in
+    both discretisations).
 
     >>> import numpy as np
     >>> from tskernels import TruncatedSignatureKernel
     >>> x = np.array([[[0.0, 0.0], [1.0, 2.0]]])  # one segment: S^m = v^{(x)m} / m!
     >>> float(TruncatedSignatureKernel(level=2).gram(x)[0, 0])  # 1 + 5 + 25 / 4
     12.25
+    >>> k1 = TruncatedSignatureKernel(level=2, discretization="order1")
+    >>> float(k1.gram(x)[0, 0])  # one segment: no pair s_1 < s_2, so 1 + 5 + 0
+    6.0
     """
 
     supports_unequal_length = True
@@ -122,6 +231,8 @@ class TruncatedSignatureKernel(Kernel):
         levels: str = "cumulative",
         *,
         algorithm: str = "auto",
+        discretization: str = "exact",
+        amplitude: float = 1.0,
         device=None,
         dtype=None,
         max_memory=None,
@@ -133,6 +244,8 @@ class TruncatedSignatureKernel(Kernel):
         self.scale = scale
         self.levels = levels
         self.algorithm = algorithm
+        self.discretization = discretization
+        self.amplitude = amplitude
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -142,7 +255,12 @@ class TruncatedSignatureKernel(Kernel):
     def _check_params(self, d: int) -> None:
         check_int(self.level, "level")
         check_positive(self.scale, "scale")
+        check_positive(self.amplitude, "amplitude")
         self._static  # noqa: B018 - validates
+        if self.discretization not in _DISCRETIZATIONS:
+            raise ValueError(
+                f"`discretization` must be 'exact' or 'order1', got {self.discretization!r}"
+            )
         if self.levels not in _LEVELS:
             raise ValueError(f"`levels` must be 'cumulative' or 'single', got {self.levels!r}")
         if self.algorithm not in _ALGORITHMS:
@@ -169,7 +287,9 @@ class TruncatedSignatureKernel(Kernel):
         row_bytes = self._n_features(d) * self._itemsize
         if n_series * row_bytes <= self._budget:
             return True
-        cells = max(1, length - 1) ** 2 * int(self.level) ** 2
+        # recursion cells per pair: ~N^2 per grid cell exact, N for order 1
+        per_cell = int(self.level) if self.discretization == "order1" else int(self.level) ** 2
+        cells = max(1, length - 1) ** 2 * per_cell
         return 2 * row_bytes <= self._budget and self._n_features(d) <= cells
 
     def _features_fit(self, n_series: int, d: int) -> bool:
@@ -209,7 +329,37 @@ class TruncatedSignatureKernel(Kernel):
 
     def _pair_bytes(self, X, Y):
         N = int(self.level)
-        return (2 * N * N + 6) * X.length * Y.length * self._itemsize
+        per_cell = 8 if self.discretization == "order1" else 2 * N * N + 6
+        return per_cell * X.length * Y.length * self._itemsize
+
+    @property
+    def _feature_factor(self) -> float:
+        """Multiplier of the path increments in the explicit features (linear static kernel):
+        scale * sqrt(static scale * amplitude)."""
+        return float(self.scale) * math.sqrt(float(self._static.scale) * float(self.amplitude))
+
+    def _increment_grams(self, x: torch.Tensor, y: torch.Tensor, pairs: bool) -> torch.Tensor:
+        """D = amplitude x the double-differenced static Gram of the scaled points, every pair
+        of a block (``pairs=False``, (n, m, L1, L2)) or aligned pairs ((n, L1, L2))."""
+        s = float(self.scale)
+        lift = lifted_increments_pairs if pairs else lifted_increments
+        G = lift(self._static, x * s, y * s)
+        a = float(self.amplitude)
+        return G if a == 1.0 else G.mul_(a)
+
+    def _recursion(self, G: torch.Tensor, symmetric: bool = False) -> torch.Tensor:
+        """(level, ...) level terms from the increment Grams ``G`` (..., L1, L2); with
+        ``symmetric`` (G of a block with itself, (n, n, L1, L2)) the order-1 CPU core fills
+        the upper triangle only (the caller mirrors it)."""
+        N = int(self.level)
+        if self.discretization != "order1":
+            return signature_kernel_levels(G, N)
+        if not symmetric or G.device.type != "cpu" or 0 in G.shape[-2:]:
+            return order1_kernel_levels(G, N)
+        ii, jj = np.triu_indices(G.shape[0])
+        out = G.new_zeros((N, G.shape[0], G.shape[1]))
+        out[:, ii, jj] = _order1_pairs(G, ii.astype(np.int64), jj.astype(np.int64), N)
+        return out
 
     def _combine(self, per_level: torch.Tensor) -> torch.Tensor:
         """(level, ...) level inner products -> (level, ...) kernels per ``levels``, in place
@@ -220,29 +370,29 @@ class TruncatedSignatureKernel(Kernel):
         return per_level.add_(1.0)
 
     def _features(self, X: SeriesBatch) -> list[torch.Tensor]:
-        c = float(self.scale) * math.sqrt(float(self._static.scale))
+        c = self._feature_factor
         if X.values.device.type == "cpu":
             flat = torch.from_numpy(self._flat_features(X))
             sizes = [X.d**k for k in range(1, int(self.level) + 1)]
             return list(torch.split(flat.to(self._dtype), sizes, dim=1))
-        return signature_levels(torch.diff(X.values, dim=1) * c, int(self.level))
+        levels_of = order1_levels if self.discretization == "order1" else signature_levels
+        return levels_of(torch.diff(X.values, dim=1) * c, int(self.level))
 
     def _flat_features(self, X: SeriesBatch) -> np.ndarray:
         """CPU: levels 1..N of the signatures, concatenated, float64 array (n, d + ... + d^N)."""
-        from ._signature_truncated_numba import signatures_from_values
+        from ._signature_truncated_numba import order1_sums_from_values, signatures_from_values
 
-        c = float(self.scale) * math.sqrt(float(self._static.scale))
+        c = self._feature_factor
         V = np.ascontiguousarray(X.values.detach().numpy(), dtype=np.float64)
         out = np.empty((X.n, self._n_features(X.d)))
-        signatures_from_values(V, c, int(self.level), out)
+        order1 = self.discretization == "order1"
+        (order1_sums_from_values if order1 else signatures_from_values)(V, c, int(self.level), out)
         return out
 
     # ------------------------------------------------------------------ blocks
     def _levels_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
         """(level, X.n, Y.n) level inner products by the recursion."""
-        s = float(self.scale)
-        G = lifted_increments(self._static, X.values * s, Y.values * s)
-        return signature_kernel_levels(G, int(self.level))
+        return self._recursion(self._increment_grams(X.values, Y.values, pairs=False), symmetric)
 
     def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
         return self._combine(self._levels_block(X, Y, symmetric))[-1]
@@ -256,9 +406,7 @@ class TruncatedSignatureKernel(Kernel):
                 for i in range(0, X.n, b)
             ]
             return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
-        s = float(self.scale)
-        G = lifted_increments_pairs(self._static, X.values * s, X.values * s)
-        return signature_kernel_levels(G, int(self.level))
+        return self._recursion(self._increment_grams(X.values, X.values, pairs=True))
 
     def _diag(self, X: SeriesBatch) -> torch.Tensor:
         return self._combine(self._diag_levels(X))[-1]
@@ -330,11 +478,12 @@ class TruncatedSignatureKernel(Kernel):
 
     # ------------------------------------------------------------------ public
     def gram_levels(self, X, Y=None, *, normalize: bool = False) -> torch.Tensor:
-        """Kernels of every level 1..``level`` from one pass, Tensor (level, n_X, n_Y).
+        r"""Kernels of every level 1..``level`` from one pass, Tensor (level, n_X, n_Y).
 
         Entry ``[k - 1]`` is the kernel truncated at level k (``levels="cumulative"``) or
-        1 + the level-k term alone (``levels="single"``); ``normalize=True`` divides each
-        level by sqrt(K(x, x) K(y, y)) of that level.
+        1 + the level-k term alone (``levels="single"``), in either discretisation
+        (order 1: :math:`1 + P_1 + \cdots + P_k` or :math:`1 + P_k`); ``normalize=True``
+        divides each level by sqrt(K(x, x) K(y, y)) of that level.
         """
         Xb = self._check_input(X, "X")
         Yb = None if Y is None else self._check_input(Y, "Y")
@@ -393,5 +542,29 @@ register(
         True,
         True,
         "truncated signature kernel (level 3), RBF lift",
+    )
+)
+register(
+    KernelSpec(
+        "trunc_sig_linear_order1",
+        TruncatedSignatureKernel,
+        lambda: TruncatedSignatureKernel(
+            Linear(), level=4, scale=0.5, levels="single", discretization="order1"
+        ),
+        True,
+        True,
+        "order-1 discretised signature kernel (1 + level 4 alone), linear lift",
+    )
+)
+register(
+    KernelSpec(
+        "trunc_sig_rbf_order1",
+        TruncatedSignatureKernel,
+        lambda: TruncatedSignatureKernel(
+            RBF(1.0), level=3, scale=0.5, levels="single", discretization="order1"
+        ),
+        True,
+        True,
+        "order-1 discretised signature kernel (1 + level 3 alone), RBF lift",
     )
 )

@@ -1,4 +1,5 @@
-r"""Compiled (numba) core of the truncated signature kernel: explicit truncated signatures.
+r"""Compiled (numba) core of the truncated signature kernel: explicit truncated signatures
+and their order-1 discretisation (strictly increasing iterated sums).
 
 Isolated numba module. The signature of a piecewise-linear path is the product (Chen) of
 the segment exponentials; each segment multiplies the running signature by
@@ -24,7 +25,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["signatures", "signatures_from_values"]
+__all__ = [
+    "signatures",
+    "signatures_from_values",
+    "order1_sums",
+    "order1_sums_from_values",
+    "order1_recursion_pairs",
+]
 
 #: only FMA contraction: IEEE semantics otherwise kept
 _FM = {"contract"}
@@ -167,3 +174,81 @@ def signatures_from_values(V, scale, level, out):
     """As :func:`signatures` for the increments ``scale * (V[:, t+1] - V[:, t])`` of the
     points ``V`` (n, T, d)."""
     _signatures(V, True, scale, level, out)
+
+
+@njit(cache=True, parallel=True, fastmath=_FM)
+def _order1(P, from_values, scale, level, out):
+    r"""Order-1 (strictly increasing) iterated sums of the paths given by P (n, ., d), as
+    :func:`_signatures`: per segment :math:`S \leftarrow S \otimes (1 + v)`, i.e.
+    :math:`S^k \mathrel{+}= S^{k-1} \otimes v` from the top level down (the lower level
+    used is still the old one), then :math:`S^1 \mathrel{+}= v`."""
+    n, R, d = P.shape
+    L = R - 1 if from_values else R
+    off, _ = _offsets(level, d)
+    for s in prange(n):
+        v = np.empty(d)
+        row = out[s]
+        row[:] = 0.0
+        for t in range(L):
+            for c in range(d):
+                if from_values:
+                    v[c] = (P[s, t + 1, c] - P[s, t, c]) * scale
+                else:
+                    v[c] = P[s, t, c]
+            for k in range(level, 1, -1):
+                lo = off[k - 1]
+                width = off[k] - lo
+                sv = row[lo : lo + width]
+                for c in range(d):
+                    a = v[c]
+                    dv = row[off[k] + c * width : off[k] + (c + 1) * width]
+                    for i in range(width):
+                        dv[i] += sv[i] * a
+            for c in range(d):
+                row[c] += v[c]
+
+
+def order1_sums(dX, level, out):
+    r"""Levels 1..``level`` of the order-1 iterated sums of paths with increments ``dX``
+    (n, L, d): level k is :math:`\sum_{s_1 < \cdots < s_k} v_{s_1} \otimes \cdots \otimes
+    v_{s_k}` (the truncation of :math:`\prod_s (1 + v_s)`), laid out as in :func:`signatures`."""
+    _order1(dX, False, 1.0, level, out)
+
+
+def order1_sums_from_values(V, scale, level, out):
+    """As :func:`order1_sums` for the increments ``scale * (V[:, t+1] - V[:, t])`` of the
+    points ``V`` (n, T, d)."""
+    _order1(V, True, scale, level, out)
+
+
+@njit(cache=True, parallel=True, fastmath=_FM)
+def order1_recursion_pairs(G, ii, jj, level, out):
+    r"""Level sums of the order-1 discretised signature kernel for the pairs
+    ``(ii[q], jj[q])`` of increment Grams ``G`` (nX, nY, L1, L2), into ``out`` (npairs, level):
+
+    :math:`A_1 = D`, :math:`A_{k+1}[s, t] = D[s, t] \sum_{s' < s, t' < t} A_k[s', t']`,
+    :math:`P_k = \sum A_k`, with D = ``G[ii[q], jj[q]]``. Row by row: ``col[k, t]`` holds
+    :math:`\sum_{s' < s} A_{k+1}[s', t]` and a running sum over t gives the double sum, so
+    a pair needs O(level L2) memory and level multiply-adds per cell. Pairs over threads.
+    """
+    npairs = ii.shape[0]
+    L1, L2 = G.shape[2], G.shape[3]
+    for q in prange(npairs):
+        D = G[ii[q], jj[q]]
+        col = np.zeros((level, L2))
+        run = np.empty(level)
+        new = np.empty(level)
+        acc = np.zeros(level)
+        for s in range(L1):
+            run[:] = 0.0
+            for t in range(L2):
+                g = D[s, t]
+                new[0] = g
+                for k in range(1, level):
+                    new[k] = g * run[k - 1]
+                for k in range(level):
+                    run[k] += col[k, t]
+                    col[k, t] += new[k]
+                    acc[k] += new[k]
+        for k in range(level):
+            out[q, k] = acc[k]
