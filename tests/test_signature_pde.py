@@ -124,9 +124,57 @@ def test_n_jobs_and_clone():
     assert k.get_params()["dyadic_order"] == 1
 
 
+class _ScaledPeer(pysiglib.StaticKernel):
+    """pysiglib's lift times an amplitude (its increment Gram multiplied by ``a``)."""
+
+    def __init__(self, inner, a):
+        self.inner, self.a = inner, a
+
+    def __call__(self, ctx, x, y):
+        return self.inner(ctx, x, y) * self.a
+
+    def grad_x(self, ctx, derivs):
+        raise NotImplementedError
+
+    def grad_y(self, ctx, derivs):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+@pytest.mark.parametrize("which", range(len(STATICS)))
+def test_amplitude_matches_pysiglib(backend, which):
+    static, peer = STATICS[which]
+    X, Y = _paths(11, 5, 9, 3), _paths(12, 4, 7, 3)
+    k = SignaturePDEKernel(static, 0.8, 1, backend=backend, amplitude=2.5)
+    lift = _ScaledPeer(peer() or pysiglib.LinearKernel(), 2.5)
+    ref = pysiglib.sig_kernel_gram(0.8 * X, 0.8 * Y, dyadic_order=1, static_kernel=lift)
+    assert _rel(k.gram(X, Y), ref) < 1e-10
+    ref_s = pysiglib.sig_kernel_gram(0.8 * X, 0.8 * X, dyadic_order=1, static_kernel=lift)
+    assert _rel(np.triu(k.gram(X).numpy()), np.triu(ref_s)) < 1e-10
+    assert _rel(k.diag(X), np.diag(ref_s)) < 1e-10
+
+
+def test_amplitude_default_and_closed_forms():
+    X = _paths(13, 4, 9, 2)
+    for static in (Linear(), RBF(1.0)):
+        a = SignaturePDEKernel(static, 0.5, 1).gram(X)
+        b = SignaturePDEKernel(static, 0.5, 1, amplitude=1.0).gram(X)
+        assert torch.equal(a, b)
+    # linear lift: amplitude a equals Linear(scale * a), the reference's Linear(s / d)
+    a = SignaturePDEKernel(Linear(0.5), dyadic_order=1, amplitude=3.0).gram(X)
+    b = SignaturePDEKernel(Linear(1.5), dyadic_order=1).gram(X)
+    assert torch.allclose(a, b, rtol=1e-13, atol=0)
+    # the RBF bandwidth and the amplitude as grid axes
+    k = kernel_registry()["pde_sig_rbf"].example().set_params(static__sigma=2.0, amplitude=0.25)
+    ref = SignaturePDEKernel(RBF(2.0), scale=0.25, dyadic_order=2, amplitude=0.25)
+    assert torch.equal(k.gram(X), ref.gram(X))
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
+        ({"amplitude": 0.0}, "amplitude"),
+        ({"amplitude": -2.0}, "amplitude"),
         ({"dyadic_order": -1}, "dyadic_order"),
         ({"dyadic_order": (1, 2, 3)}, "dyadic_order"),
         ({"scale": 0.0}, "scale"),

@@ -137,3 +137,26 @@ def test_registry_entries():
         K = spec.example().gram(X, normalize=True)
         assert torch.allclose(torch.diagonal(K), torch.ones(4, dtype=K.dtype))
         assert float(torch.linalg.eigvalsh(K).min()) > -1e-10
+
+
+def test_amplitude_default_closed_forms_and_sigma_axis():
+    X, Y = _paths(9, 4, 8, 2), _paths(10, 3, 6, 2)
+    for static in (Linear(), RBF(1.0)):
+        for alg in ("auto", "recursion"):
+            base = TruncatedSignatureKernel(static, 3, 0.7, algorithm=alg)
+            assert torch.equal(base.gram(X, Y), base.set_params(amplitude=1.0).gram(X, Y))
+            # amplitude a multiplies k: the level-m term scales by a^m
+            k = TruncatedSignatureKernel(static, 3, 0.7, "single", algorithm=alg, amplitude=2.0)
+            ref = TruncatedSignatureKernel(static, 3, 0.7, "single", algorithm=alg)
+            assert _rel(k.gram(X, Y) - 1, 8.0 * (ref.gram(X, Y) - 1)) < 1e-12
+    # linear lift: amplitude a equals Linear(scale * a) (the reference's Linear(s / d))
+    for alg in ("features", "recursion"):
+        a = TruncatedSignatureKernel(Linear(0.5), 4, algorithm=alg, amplitude=3.0)
+        b = TruncatedSignatureKernel(Linear(1.5), 4, algorithm=alg)
+        assert _rel(a.gram(X, Y), b.gram(X, Y)) < 1e-12
+        assert _rel(a.diag(X), b.diag(X)) < 1e-12
+    # the RBF lift's sigma and the amplitude as grid axes (set_params)
+    k = kernel_registry()["trunc_sig_rbf"].example().set_params(static__sigma=2.0, amplitude=4.0)
+    assert torch.equal(k.gram(X), TruncatedSignatureKernel(RBF(2.0), 3, 0.5, amplitude=4.0).gram(X))
+    with pytest.raises(ValueError, match="amplitude"):
+        TruncatedSignatureKernel(amplitude=-1.0).gram(X)

@@ -73,9 +73,10 @@ class SignaturePDEKernel(Kernel):
         \langle \dot{\phi(x)}_s, \dot{\phi(y)}_t \rangle_{\mathcal H}\, u,\quad
         u(0, \cdot) = u(\cdot, 0) = 1,
 
-    where :math:`\phi` lifts each point of the path ``scale * x`` by the static kernel ``k``
-    (default ``RBF(1.0)``, :math:`k(a, b) = \exp(-|a-b|^2 / (2\sigma^2))`); the increment
-    inner products are the double-differenced static Gram. On the grid refined by
+    where :math:`\phi` lifts each point of the path ``scale * x`` by the static kernel
+    :math:`a\,k` (k = ``static``, default ``RBF(1.0)``, :math:`k(u, v) = \exp(-|u-v|^2 /
+    (2\sigma^2))`; a = ``amplitude``); the increment inner products are the
+    double-differenced static Gram times a. On the grid refined by
     :math:`2^{\lambda_1}` (X's time axis) and :math:`2^{\lambda_2}` (Y's),
     :math:`K_{i+1,j+1} = (K_{i+1,j} + K_{i,j+1})(1 + g/2 + g^2/12) - K_{i,j}(1 - g^2/12)` with
     :math:`g` the increment inner product over :math:`2^{\lambda_1 + \lambda_2}`.
@@ -84,6 +85,10 @@ class SignaturePDEKernel(Kernel):
     ----------
     static : StaticKernel, default RBF(1.0)
     scale : float, multiplies the paths before the static kernel.
+    amplitude : float, default 1.0, multiplies the static kernel (the increment inner
+        products scale by it; the reference study's RBF lift is ``RBF(sigma * sqrt(d))`` with
+        an amplitude s; for the linear lift, amplitude a equals ``Linear(scale * a)``).
+        The RBF bandwidth is a grid axis as ``set_params(static__sigma=...)``.
     dyadic_order : int or (int, int), refinement of the two time axes (pysiglib's
         ``dyadic_order``). With a pair, a symmetric Gram holds the upper triangle's values.
     backend : "auto" (compiled numba solver on CPU, torch wavefront on CUDA), "numba", "torch".
@@ -111,6 +116,7 @@ class SignaturePDEKernel(Kernel):
         *,
         backend: str = "auto",
         n_jobs: int | None = None,
+        amplitude: float = 1.0,
         device=None,
         dtype=None,
         max_memory=None,
@@ -122,6 +128,7 @@ class SignaturePDEKernel(Kernel):
         self.dyadic_order = dyadic_order
         self.backend = backend
         self.n_jobs = n_jobs
+        self.amplitude = amplitude
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -130,6 +137,7 @@ class SignaturePDEKernel(Kernel):
 
     def _check_params(self, d: int) -> None:
         check_positive(self.scale, "scale")
+        check_positive(self.amplitude, "amplitude")
         _parse_dyadic_order(self.dyadic_order)
         self._static  # noqa: B018 - validates
         self._backend()
@@ -161,6 +169,7 @@ class SignaturePDEKernel(Kernel):
         """K(X[ii[q]], Y[jj[q]]) for index arrays ii, jj (numpy int64), Tensor (len(ii),)."""
         lam1, lam2 = _parse_dyadic_order(self.dyadic_order)
         static = self._static
+        amp = float(self.amplitude)
         x = X.values * float(self.scale)
         y = Y.values * float(self.scale)
         if len(ii) == 0:
@@ -169,6 +178,8 @@ class SignaturePDEKernel(Kernel):
             iit = torch.as_tensor(ii, device=x.device)
             jjt = torch.as_tensor(jj, device=x.device)
             G = lifted_increments_pairs(static, x[iit], y[jjt])
+            if amp != 1.0:
+                G = G.mul_(amp)
             return pde_wavefront(G, lam1, lam2).to(self._dtype)
         x64 = x.detach().to("cpu", torch.float64)
         y64 = y.detach().to("cpu", torch.float64)
@@ -182,7 +193,8 @@ class SignaturePDEKernel(Kernel):
             numba.set_num_threads(min(int(self.n_jobs), numba.config.NUMBA_NUM_THREADS))
         try:
             if type(static) is Linear:
-                dx = np.ascontiguousarray(torch.diff(x64, dim=1).numpy() * float(static.scale))
+                dx = torch.diff(x64, dim=1).numpy() * (float(static.scale) * amp)
+                dx = np.ascontiguousarray(dx)
                 dy = np.ascontiguousarray(torch.diff(y64, dim=1).numpy())
                 nb.pde_linear_pairs(dx, dy, ii, jj, lam1, lam2, out, numba.get_num_threads())
             elif type(static) is RBF:
@@ -205,9 +217,10 @@ class SignaturePDEKernel(Kernel):
                     gamma,
                     out,
                     numba.get_num_threads(),
+                    amp,
                 )
             else:
-                G = np.ascontiguousarray(lifted_increments(static, x64, y64).numpy())
+                G = np.ascontiguousarray(lifted_increments(static, x64, y64).numpy() * amp)
                 nb.pde_increments_pairs(G, ii, jj, lam1, lam2, out, numba.get_num_threads())
         finally:
             numba.set_num_threads(threads)

@@ -109,8 +109,8 @@ def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out, n_threads):
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
-def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads):
-    """RBF lift ``exp(-gamma |x - y|^2)``: points ``X`` (nX, T1, d), ``Y`` (nY, T2, d).
+def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads, amplitude=1.0):
+    """RBF lift ``amplitude * exp(-gamma |x - y|^2)``: points ``X`` (nX, T1, d), ``Y`` (nY, T2, d).
 
     The increment inner product of the lifted paths is the double difference
     ``E[a+1, b+1] - E[a, b+1] - E[a+1, b] + E[a, b]`` of the point Gram ``E``, whose rows are
@@ -122,7 +122,7 @@ def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads):
     T2 = Y.shape[1]
     L2 = T2 - 1
     M2 = L2 << lam2
-    factor = 1.0 / float(1 << (lam1 + lam2))
+    factor = amplitude / float(1 << (lam1 + lam2))
     nsub = 1 << lam1
     nchunks = (npairs + _P - 1) // _P
     nthreads = max(1, min(n_threads, nchunks))
