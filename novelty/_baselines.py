@@ -18,7 +18,6 @@ import math
 
 import numpy as np
 import torch
-from sklearn.svm import OneClassSVM
 
 from ._validation import (
     check_corpus_gram,
@@ -154,6 +153,8 @@ class OCSVMScorer(_GramScorer):
         # Grams beyond 2^500 are scaled by a power of two (the decision function scales with
         # the kernel); others are passed as they are
         self._scale = pow2_scale(K)
+        from sklearn.svm import OneClassSVM  # imported on use: sklearn.svm is slow to import
+
         self.svm_ = OneClassSVM(kernel="precomputed", nu=self.nu).fit(
             _scaled(K, self._scale).numpy(force=True)
         )

@@ -12,7 +12,6 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-import pandas as pd
 import torch
 from sklearn.utils.validation import check_is_fitted
 
@@ -265,6 +264,8 @@ class RandomConvolutionKernel(Kernel):
             V = np.stack([_pad_short(v, minimum) for v in V]) if length < minimum else V
             return np.ascontiguousarray(V.transpose(0, 2, 1))
         L = X.lengths.cpu().numpy()
+        import pandas as pd  # only here: pandas costs ~0.5 s to import
+
         return [pd.DataFrame(_pad_short(V[i, : L[i]], minimum)) for i in range(X.n)]
 
     def _chunk_rows(self, X: SeriesBatch, n_features: int) -> int:
