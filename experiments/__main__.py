@@ -85,7 +85,18 @@ def _parser() -> argparse.ArgumentParser:
         dest="datasets",
         nargs="+",
         default=None,
-        help="UEA data set names (default: the preset's)",
+        metavar="DATA",
+        help="UEA names, or own data: a folder of .ts files, FILE.npz (X, y or X_train, "
+        "y_train, X_test, y_test), FILE.csv (long: series id, time, channels..., label) or "
+        "sktime:NAME (default: the preset's)",
+    )
+    run.add_argument(
+        "--normal-class",
+        dest="normal_classes",
+        nargs="+",
+        default=None,
+        metavar="CLASS",
+        help="the classes made normal in turn (default: every class)",
     )
     run.add_argument(
         "--kernels",
@@ -129,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         "Gram per class shared by all folds (faster)",
     )
     run.add_argument("--store", default="results/experiments.sqlite", help="SQLite file")
-    run.add_argument("--data-dir", default=None, help="folder of UEA .ts files")
+    run.add_argument("--data-dir", default=None, help="folder of UEA .ts files (found by name)")
     run.add_argument("--device", default=None, help="torch device of the kernels (cpu, cuda)")
     run.add_argument("--workers", type=int, default=1, help="local worker processes")
     run.add_argument("--threads", type=int, default=None, help="torch threads per worker")
@@ -166,6 +177,11 @@ def _parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", help="data sets, kernels and scorers available")
     lst.add_argument("--data-dir", default=None)
+    lst.add_argument(
+        "--check",
+        action="store_true",
+        help="also import the kernels and scorers to say which are usable (slower)",
+    )
 
     demo = sub.add_parser("demo", help="Gram matrices of every kernel on one data set")
     demo.add_argument("--dataset", default="BasicMotions")
@@ -198,6 +214,7 @@ def _cmd_run(args) -> int:
         levels=args.levels, store=args.store, data_dir=args.data_dir, device=args.device,
         workers=args.workers, threads=args.threads, scheduler=args.scheduler,
         progress=not args.no_progress, max_cells=args.max_cells, retry_failed=args.retry_failed,
+        normal_classes=args.normal_classes,
     )  # fmt: skip
     try:
         s = run_benchmark(opts)
@@ -221,35 +238,52 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_list(args) -> int:
-    import tskernels
-
+    """Multivariate classification data sets, kernel grids and scorers; fast (nothing heavy
+    is imported) unless ``--check`` asks which kernels and scorers are usable now."""
     from ._grids import PRESETS, REGISTRY_NAME
-    from ._scorers import BASELINES, SCORERS, available_scorers
     from .data import available_datasets
 
-    print("data sets:")
-    for root, names in available_datasets(args.data_dir).items():
+    if args.data_dir is not None and not Path(args.data_dir).is_dir():
+        raise FileNotFoundError(f"--data-dir {args.data_dir}: no such folder")
+    print("data sets (multivariate classification):")
+    for root, names in available_datasets(args.data_dir, multivariate_classification=True).items():
         print(f"  {root}: {', '.join(names) if names else '(none)'}")
-    reg = tskernels.kernel_registry()
+    print("  own data: --dataset FOLDER (of .ts files) | FILE.npz | FILE.csv | sktime:NAME")
+    reg = None
+    if args.check:
+        import tskernels
+
+        reg = tskernels.kernel_registry()
     grids = PRESETS["paper"].grids
-    print("kernels (registry; paper grid size):")
-    for name in sorted(set(reg) | set(grids)):
+    print("kernels (paper grid size)" + (" and registry:" if reg is not None else ":"))
+    for name in sorted(set(reg or ()) | set(grids)):
         base = REGISTRY_NAME.get(name, name)
-        state = "registered" if base in reg else "not registered yet"
+        state = ""
+        if reg is not None:
+            state = "registered" if base in reg else "not registered yet"
+            if base in reg and reg[base].unequal_length:
+                state += " unequal-length"
+            state += "; "
         if base != name:
-            state += f" (as {base}, levels='single'; run only when named)"
+            state += f"as {base}, levels='single', run only when named; "
         n = "no grid" if name not in grids else " x ".join(
             f"{a}:{len(v)}" for a, v in grids[name].axes.items()) or "1"  # fmt: skip
         if name in grids and grids[name].levels:
             n += f", levels {grids[name].levels[0]}..{grids[name].levels[-1]} in one pass"
-        unequal = " unequal-length" if base in reg and reg[base].unequal_length else ""
-        print(f"  {name:<18} {state}{unequal}; grid {n}")
+        print(f"  {name:<18} {state}grid {n}")
     print("scorers:")
-    avail = available_scorers()
-    for name, spec in SCORERS.items():
-        print(f"  {name:<15} {'available' if avail[name] else 'missing'}: {spec.description}")
-    for name in BASELINES:
-        print(f"  {name:<15} {'available' if avail[name] else 'missing'}: baseline")
+    from ._grids import SCORER_NAMES
+
+    if args.check:
+        from ._scorers import BASELINES, SCORERS, available_scorers
+
+        avail = available_scorers()
+        for name, spec in SCORERS.items():
+            print(f"  {name:<15} {'available' if avail[name] else 'missing'}: {spec.description}")
+        for name in BASELINES:
+            print(f"  {name:<15} {'available' if avail[name] else 'missing'}: baseline")
+    else:
+        print(f"  {', '.join(SCORER_NAMES)} (list --check: which are usable)")
     print("presets: " + ", ".join(
         f"{p.name} ({p.folds}x{p.repeats} CV on {', '.join(p.datasets)})"
         for p in PRESETS.values()))  # fmt: skip
@@ -263,9 +297,6 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """The command line; a problem with an option, a data set, a store or a file prints one
     line ``error: ...`` on stderr and returns 2 (no traceback)."""
-    from ._runner import ConfigError, RunError
-    from ._store import StoreError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "adbench":
         try:
@@ -277,15 +308,32 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _command(args)
-    except (ConfigError, StoreError, FileNotFoundError, FileExistsError) as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return 2
-    except RunError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:  # Ctrl-C before a run started computing (or in another command)
         print("interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+    except Exception as exc:
+        code = _exit_code(exc)
+        if code is None:
+            raise
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return code
+
+
+def _exit_code(exc: BaseException) -> int | None:
+    """2 for a bad option, data set, store or file, 1 for a run that could not go on, None
+    for anything else. The modules defining the errors are looked up, not imported: a
+    command that never imported them (``list``) cannot have raised their errors, and stays
+    fast."""
+    runner = sys.modules.get(f"{__package__ or 'experiments'}._runner")
+    store = sys.modules.get(f"{__package__ or 'experiments'}._store")
+    usage: tuple = (FileNotFoundError, FileExistsError)
+    if runner is not None:
+        usage += (runner.ConfigError,)
+        if isinstance(exc, runner.RunError):
+            return 1
+    if store is not None:
+        usage += (store.StoreError,)
+    return 2 if isinstance(exc, usage) else None
 
 
 def _command(args) -> int:

@@ -29,6 +29,8 @@ __all__ = [
     "reference_comparison",
     "timing_breakdown",
     "failure_notes",
+    "per_class",
+    "per_class_markdown",
 ]
 
 METRICS = {"roc_auc": "ROC-AUC", "pr_auc": "PR-AUC"}
@@ -232,6 +234,42 @@ def markdown_tables(res: dict) -> str:
     return "\n".join(t for m in METRICS for s in scorers if (t := _table(res, m, s, "md", notes)))
 
 
+def per_class(store: ResultStore, setting: str) -> list[dict]:
+    """One row per (data set, normal class, kernel, scorer) of ``setting``: the test ROC-AUC
+    and PR-AUC of that class made normal (NaN and the reason where it failed)."""
+    rows = []
+    for r in _test_rows(store, setting):
+        bad = bool(r["error"])
+        rows.append({
+            "dataset": r["dataset"], "class": r["cls"], "kernel": r["kernel"],
+            "scorer": r["scorer"], "roc_auc": float("nan") if bad else r["roc_auc"],
+            "pr_auc": float("nan") if bad else r["pr_auc"], "error": r["error"] or "",
+        })  # fmt: skip
+    datasets, kernels, scorers = _axes({(r["dataset"], r["kernel"], r["scorer"]): 0 for r in rows})
+    order = {n: i for i, n in enumerate(kernels + scorers)}
+    rows.sort(key=lambda r: (r["dataset"], order[r["kernel"]], order[r["scorer"]], r["class"]))
+    return rows
+
+
+def per_class_markdown(rows: list[dict]) -> str:
+    """Per data set, one Markdown table: (kernel, scorer) rows, one column per normal class,
+    entries 'ROC-AUC / PR-AUC' (a failed entry reads "failed")."""
+    out = []
+    for d in dict.fromkeys(r["dataset"] for r in rows):
+        mine = [r for r in rows if r["dataset"] == d]
+        classes = sorted({r["class"] for r in mine})
+        cells: dict = {}
+        for r in mine:
+            v = "failed" if r["error"] else f"{r['roc_auc']:.3f} / {r['pr_auc']:.3f}"
+            cells.setdefault((r["kernel"], r["scorer"]), {})[r["class"]] = v
+        out += [f"### {d}", "", "| kernel | scorer | " + " | ".join(map(str, classes)) + " |",
+                "|---|---|" + "---:|" * len(classes)]  # fmt: skip
+        for (k, s), by in cells.items():
+            out.append(f"| {k} | {s} | " + " | ".join(by.get(c, "") for c in classes) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def latex_tables(res: dict) -> str:
     _, _, scorers = _axes(res)
     notes = failure_notes(res)
@@ -345,7 +383,8 @@ def _reference_md(rows: list[dict]) -> str:
 # ----------------------------------------------------------------------------- report
 def write_report(store_path: str | Path, out_dir: str | Path, setting: str | None = None,
                  reference_csv: str | Path | None = None, plots: bool = True) -> dict:  # fmt: skip
-    """Write ``report.md``, ``tables.tex``, ``results.csv`` and the PNG plots to ``out_dir``;
+    """Write ``report.md``, ``tables.tex``, ``results.csv``, ``results_per_class.csv`` and the
+    PNG plots to ``out_dir``;
     returns {"files": [...], "summary": res}.
 
     Nothing is written (not even ``out_dir``) when the store cannot be read, holds no such
@@ -383,6 +422,10 @@ def write_report(store_path: str | Path, out_dir: str | Path, setting: str | Non
             comp = reference_comparison(res, reference_csv)
             if comp:
                 md += ["## Against the reference figures", "", _reference_md(comp)]
+        pcs = per_class(store, setting)
+        md += ["## Per class", "", "Test ROC-AUC / PR-AUC with each class made normal (the "
+               "rest are the anomalies); also in `results_per_class.csv`.", "",
+               per_class_markdown(pcs)]  # fmt: skip
         runs = store.query("SELECT * FROM runs WHERE setting=? ORDER BY id", (setting,))
         md += ["## Time", "", _timing_md(timing_breakdown(store, setting), runs)]
         (out / "report.md").write_text("\n".join(md))
@@ -395,6 +438,12 @@ def write_report(store_path: str | Path, out_dir: str | Path, setting: str | Non
                 err = "; ".join(f"{m} ({', '.join(c)})" for m, c in e["errors"].items())
                 w.writerow([d, k, s, e["roc_auc"], e["pr_auc"], e["n_classes"], err])
         files.append(out / "results.csv")
+        with open(out / "results_per_class.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, ["dataset", "class", "kernel", "scorer", "roc_auc", "pr_auc",
+                                   "error"])  # fmt: skip
+            w.writeheader()
+            w.writerows(pcs)
+        files.append(out / "results_per_class.csv")
         if plots:
             from ._figures import figures_markdown, write_figures
 

@@ -43,7 +43,6 @@ from ._grids import PRESETS, REGISTRY_NAME, KernelGrid, _r, build_kernel, kernel
 from ._protocol import (
     Dataset,
     fold_grams,
-    load_dataset,
     params_key,
     run_cv_cell,
     run_test_cell,
@@ -113,6 +112,7 @@ class RunOptions:
     progress: bool = True
     max_cells: int | None = None
     retry_failed: bool = False
+    normal_classes: list[str] | None = None  # None: every class is made normal in turn
     verbose: bool = True
 
 
@@ -599,29 +599,61 @@ def _effective(opts: RunOptions):
     return preset, grids, setting, run_config, tcs, kernels, scorers, messages
 
 
-def _load_datasets(opts: RunOptions, names: list[str], folds: int) -> dict[str, Dataset]:
+def _load_datasets(opts: RunOptions, names: list[str], folds: int, seed: int = 0):
+    """({data set name: Dataset}, {name: fingerprint of data given by path or loader}); every
+    problem (unknown name, unreadable or malformed data, --normal-class not a class of a data
+    set, too few series for the folds) a ConfigError."""
+    from .data import DataError, load_data
+
     if not names:
         raise ConfigError("--dataset names no data set")
     if _duplicates(names):
         raise ConfigError(f"--dataset names {_duplicates(names)[0]} twice")
     if opts.data_dir is not None and not Path(opts.data_dir).is_dir():
         raise ConfigError(f"--data-dir {opts.data_dir}: no such folder")
-    datasets = {}
+    normal = None
+    if opts.normal_classes is not None:
+        normal = [str(c) for c in opts.normal_classes]
+        if not normal:
+            raise ConfigError("--normal-class names no class")
+        if _duplicates(normal):
+            raise ConfigError(f"--normal-class names {_duplicates(normal)[0]} twice")
+    datasets, fingerprints, specs = {}, {}, {}
     for n in names:
         try:
-            data = load_dataset(n, opts.data_dir)
+            u = load_data(n, opts.data_dir, seed)
+        except DataError as exc:
+            raise ConfigError(f"--dataset {exc}") from None
         except FileNotFoundError as exc:
             raise ConfigError(str(exc)) from None
         except (OSError, ValueError) as exc:
             raise ConfigError(f"data set {n}: cannot be read ({exc})") from None
-        largest = max(np.unique(data.y_train, return_counts=True)[1])
-        if folds > largest:
+        if u.name in datasets:
             raise ConfigError(
-                f"--folds {folds} is more than the series of any class of {n} (at most "
+                f"--dataset {specs[u.name]} and {n} are both called {u.name!r}; rename one"
+            )
+        specs[u.name] = n
+        data = Dataset(u.name, u.X_train, u.y_train, u.X_test, u.y_test)
+        classes = data.classes
+        if normal is not None:
+            missing = [c for c in normal if c not in classes]
+            if missing:
+                raise ConfigError(
+                    f"--normal-class {missing[0]} is not a class of {u.name} (training classes: "
+                    f"{', '.join(classes)})"
+                )
+        counts = dict(zip(*np.unique(data.y_train, return_counts=True)))
+        largest = max(int(counts[c]) for c in (normal or classes))
+        if folds > largest:
+            which = "the normal classes" if normal else "any class"
+            raise ConfigError(
+                f"--folds {folds} is more than the series of {which} of {u.name} (at most "
                 f"{largest}): no class could be cross-validated"
             )
-        datasets[n] = data
-    return datasets
+        datasets[u.name] = data
+        if u.fingerprint is not None:
+            fingerprints[u.name] = u.fingerprint
+    return datasets, fingerprints
 
 
 def _say(opts: RunOptions, msg: str) -> None:
@@ -629,7 +661,7 @@ def _say(opts: RunOptions, msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
 
-def _plan(datasets, kernels, scorers, grids, tcs, done_cv, done_test, messages):
+def _plan(datasets, kernels, scorers, grids, tcs, done_cv, done_test, messages, normal=None):
     import tskernels
 
     registry = tskernels.kernel_registry()
@@ -648,6 +680,8 @@ def _plan(datasets, kernels, scorers, grids, tcs, done_cv, done_test, messages):
             candidates = [(params_key(p, lvl), tc) for p in points for lvl in lv for tc in tcs]
             ghash = _grid_hash(points, g.levels, tcs)
             for cls in data.classes:
+                if normal is not None and cls not in normal:
+                    continue
                 missing_test = [
                     s for s in scorers if (dname, cls, kname, s, ghash) not in done_test
                 ]
@@ -683,8 +717,17 @@ def run_benchmark(opts: RunOptions) -> dict:
     :class:`RunInterrupted` when a signal stopped the run (its results committed)."""
     t_start = time.perf_counter()
     preset, grids, setting, config, tcs, kernels, scorers, messages = _effective(opts)
-    names = list(preset.datasets if opts.datasets is None else opts.datasets)
-    datasets = _load_datasets(opts, names, config["folds"])
+    specs = list(preset.datasets if opts.datasets is None else opts.datasets)
+    datasets, fingerprints = _load_datasets(opts, specs, config["folds"], config["seed"])
+    names = list(datasets)
+    normal = None if opts.normal_classes is None else sorted(map(str, opts.normal_classes))
+    # own data (by path or loader) and a chosen normal class are part of the setting: runs
+    # of other data or other normal classes never share a setting (absent otherwise, so the
+    # settings of earlier UEA runs are unchanged)
+    if fingerprints:
+        setting["data"] = fingerprints
+    if normal is not None:
+        setting["normal_classes"] = normal
     stop = _StopSignals()
     workers = int(opts.workers)
     n_total = computed = 0
@@ -703,7 +746,7 @@ def run_benchmark(opts: RunOptions) -> dict:
         done_cv = store.cv_keys(sid)
         done_test = store.test_keys(sid)
         cv_todo, groups = _plan(
-            datasets, kernels, scorers, grids, tcs, done_cv, done_test, messages
+            datasets, kernels, scorers, grids, tcs, done_cv, done_test, messages, normal
         )
         for m in messages:
             _say(opts, m)
