@@ -37,6 +37,37 @@ def test_features_follow_euler_scheme():
     assert torch.allclose(k.gram(X, Y), torch.as_tensor(Z @ k.features(Y).numpy().T / 12))
 
 
+def _euler_activation_first(x, A, b, z0, act=np.tanh):
+    """Plain loop: Z_{t+1} = Z_t + sum_i (A_i^T act(Z_t) + b_i) dx^i_t."""
+    z = z0.copy()
+    for t in range(len(x) - 1):
+        dx = x[t + 1] - x[t]
+        h = act(z)
+        z = z + sum((A[i].T @ h + b[i]) * dx[i] for i in range(x.shape[1]))
+    return z
+
+
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid"])
+def test_activation_first_follows_euler_scheme(activation):
+    act = {"tanh": np.tanh, "sigmoid": lambda h: 1 / (1 + np.exp(-h))}[activation]
+    X, Y = _paths(6, 3, 9, 3), _paths(7, 2, 5, 3)
+    k = RandomizedSignatureKernel(
+        n_features=11, scale=0.4, seed=2, activation=activation, activation_first=True
+    )
+    A, b, z0 = (t.numpy() for t in k._draw(3))
+    Z = k.features(X).numpy()
+    for i in range(3):
+        assert np.allclose(Z[i], _euler_activation_first(X[i], A, b, z0, act), 1e-12, 1e-12)
+        other = _euler(X[i], A, b, z0, act)  # the default form is a different field
+        assert not np.allclose(Z[i], other, rtol=1e-3)
+    default = RandomizedSignatureKernel(n_features=11, scale=0.4, seed=2, activation=activation)
+    assert np.allclose(default.features(X).numpy()[0], _euler(X[0], A, b, z0, act), 1e-12, 1e-12)
+    ZY = k.features(Y).numpy()
+    assert torch.allclose(k.gram(X, Y), torch.as_tensor(Z @ ZY.T / 11), rtol=1e-12)
+    K = k.gram(X)
+    assert torch.equal(K, K.T) and torch.allclose(k.diag(X), torch.diagonal(K), rtol=1e-12)
+
+
 def test_reproducible_per_seed_and_dtype():
     X = _paths(2, 4, 7, 3)
     k = RandomizedSignatureKernel(n_features=20, scale=0.5, seed=3)
@@ -59,7 +90,13 @@ def test_padding_and_repeated_points_invariance():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"n_features": 0}, {"scale": 0.0}, {"seed": -1}, {"activation": "softmax"}],
+    [
+        {"n_features": 0},
+        {"scale": 0.0},
+        {"seed": -1},
+        {"activation": "softmax"},
+        {"activation_first": "yes"},
+    ],
 )
 def test_bad_parameters(kwargs):
     with pytest.raises(ValueError, match=list(kwargs)[0]):

@@ -2,6 +2,7 @@ r"""The randomized signature kernel: random features from a controlled ODE drive
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ._base import Kernel, mirror_upper_
@@ -25,9 +26,14 @@ class RandomizedSignatureKernel(Kernel):
         dZ_t = \sum_{i=1}^{d} \sigma(A_i Z_t + b_i)\, dx^i_t,\qquad
         K(x, y) = \langle Z_T(x), Z_T(y) \rangle / M,
 
+    or, with ``activation_first=True`` (the reference study's vector field: the activation
+    before the linear map, the bias outside it),
+    :math:`dZ_t = \sum_i (A_i^\top \sigma(Z_t) + b_i)\, dx^i_t`,
+
     solved by the Euler scheme on the sampling grid,
     :math:`Z_{t+1} = Z_t + \sum_i \sigma(A_i Z_t + b_i)\,(x^i_{t+1} - x^i_t)`, with
-    :math:`Z \in \mathbb{R}^M` (M = ``n_features``), :math:`A_i` entries
+    :math:`Z \in \mathbb{R}^M` (M = ``n_features``; with ``activation_first`` the increment is
+    :math:`\sum_i (A_i^\top \sigma(Z_t) + b_i)(x^i_{t+1} - x^i_t)`), :math:`A_i` entries
     :math:`\mathcal N(0, \texttt{scale})` (``scale`` is the variance), :math:`b_i` and
     :math:`Z_0` entries :math:`\mathcal N(0, 1)`, :math:`\sigma` = ``activation``. The draws
     come from a CPU generator seeded by ``seed`` in float64 (the same features on every device
@@ -55,6 +61,7 @@ class RandomizedSignatureKernel(Kernel):
         seed: int = 0,
         activation: str = "tanh",
         *,
+        activation_first: bool = False,
         device=None,
         dtype=None,
         max_memory=None,
@@ -65,6 +72,7 @@ class RandomizedSignatureKernel(Kernel):
         self.scale = scale
         self.seed = seed
         self.activation = activation
+        self.activation_first = activation_first
 
     def _check_params(self, d: int) -> None:
         check_int(self.n_features, "n_features")
@@ -73,6 +81,10 @@ class RandomizedSignatureKernel(Kernel):
         if self.activation not in _ACTIVATIONS:
             raise ValueError(
                 f"`activation` must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}"
+            )
+        if not isinstance(self.activation_first, (bool, np.bool_)):
+            raise ValueError(
+                f"`activation_first` must be True or False, got {self.activation_first!r}"
             )
 
     def _draw(self, d: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -88,10 +100,17 @@ class RandomizedSignatureKernel(Kernel):
         A, b, z0 = self._draw(X.d)
         d, M = b.shape
         act = _ACTIVATIONS[self.activation]
-        A_flat = A.reshape(d * M, M)  # row (i, k): coefficients of (A_i Z)_k
         b_flat = b.reshape(d * M)
         dX = torch.diff(X.values, dim=1)  # (n, T - 1, d)
         Z = z0.expand(X.n, M).clone()
+        if self.activation_first:
+            # column (i, k) of AT: coefficients of (A_i^T sigma(Z))_k = sum_j A_i[j, k] sigma(Z)_j
+            AT = A.permute(1, 0, 2).reshape(M, d * M)
+            for t in range(dX.shape[1]):
+                H = torch.addmm(b_flat, act(Z), AT).reshape(X.n, d, M)
+                Z = Z + torch.bmm(dX[:, t, None, :], H)[:, 0]
+            return Z
+        A_flat = A.reshape(d * M, M)  # row (i, k): coefficients of (A_i Z)_k
         for t in range(dX.shape[1]):
             H = act(torch.addmm(b_flat, Z, A_flat.T)).reshape(X.n, d, M)
             Z = Z + torch.bmm(dX[:, t, None, :], H)[:, 0]
