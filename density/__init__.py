@@ -1,4 +1,9 @@
-"""density: the SOSREP pre-density estimator and baselines on vector data (n, d)."""
+"""density: the SOSREP pre-density estimator and baselines on vector data (n, d).
+
+Owns: vector kernels (Gaussian, Laplacian, SDO), the natural-gradient solver, Fisher-divergence
+bandwidth selection and KDE. May import ``tskernels`` only (``novelty`` imports it, for its
+SOSREP scorer).
+"""
 
 from ._bandwidth import FisherEstimate, fisher_objective, select_bandwidth
 from ._kde import KDE

@@ -1,5 +1,10 @@
 """novelty: scorers that consume Gram matrices, and detectors on series.
 
+Owns: the Gram-level scorers, the input boundary of the detector (``as_series_collection``),
+``KernelNoveltyDetector`` with its default recipe, label-free selection (synthetic anomalies)
+and conformal calibration, the sktime adapters and the score plot. May import ``tskernels``
+and ``density`` (the SOSREP scorer uses its solver); never ``experiments``.
+
 The sktime adapters are imported on first use (``novelty.SktimeKernelAdapter``), so
 ``import novelty`` does not import sktime.
 """

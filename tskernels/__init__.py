@@ -2,6 +2,11 @@
 
 Series are (n, T, d) numpy/torch arrays, or lists of (T_i, d) arrays for unequal lengths.
 Every kernel returns a float64 torch Tensor from ``gram(X, Y=None, *, normalize=False)``.
+
+Owns: the kernels on series and on points (static), their registry, the pre-processing
+(``transforms``), series-batch validation and the random-convolution features. Imports no
+other package of this project (the bottom floor: ``novelty``, ``density`` and ``experiments``
+import it).
 """
 
 from . import (
