@@ -10,7 +10,9 @@ A :class:`Member` turns series into novelty scores (higher = more novel):
 
 Its calibration scores are held-out scores of the corpus series: leave-one-out for the kNN
 scorer (exact: each series against the others, read off :math:`K`), leave-one-out refits for
-N <= ``LOO_MAX`` series, else ``CALIBRATION_FOLDS``-fold refits. They feed the conformal
+N <= ``LOO_MAX`` series, else ``CALIBRATION_FOLDS``-fold refits. A kernel whose features are
+learned from the corpus (``needs_fit``) is refitted without the held-out series too
+(:func:`cross_fitted_scores`). They feed the conformal
 threshold and p-values (:mod:`novelty._calibration`) and, for an ensemble, the robust
 standardisation :math:`(s - \operatorname{median}(c)) / \operatorname{IQR}(c)` that puts the
 members' scores on one scale before they are averaged.
@@ -36,6 +38,9 @@ SCORERS = ("conformance", "mahalanobis", "sse", "sosrep", "knn", "mean_embedding
 #: CALIBRATION_FOLDS folds (the kNN scorer is always exact leave-one-out).
 LOO_MAX = 50
 CALIBRATION_FOLDS = 10
+#: Corpus sizes up to this refit a corpus-fitted kernel leaving one series out, larger ones
+#: CALIBRATION_FOLDS folds.
+CROSS_FIT_LOO_MAX = 20
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,38 @@ def held_out_scores(spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor) -> np
     return out
 
 
+def cross_fitted_scores(spec: MemberSpec, Z) -> np.ndarray:
+    """Novelty of every corpus series by a kernel *and* scorer fitted without it.
+
+    For kernels whose features are learned from the corpus (``needs_fit``: the random
+    convolutions' biases are drawn from corpus series, their power transform is fitted on the
+    corpus), a series left out of the scorer alone is still seen by its own features, and its
+    held-out score is optimistic. Here the kernel is refitted on each training part: leave-one-
+    out up to ``CROSS_FIT_LOO_MAX`` series, else ``CALIBRATION_FOLDS`` folds (scores of models
+    fitted on fewer series: conservative).
+    """
+    n = len(Z)
+    if n <= CROSS_FIT_LOO_MAX:
+        folds = [np.array([i]) for i in range(n)]
+    else:
+        perm = np.random.default_rng(0).permutation(n)
+        folds = np.array_split(perm, CALIBRATION_FOLDS)
+    out = np.empty(n)
+    for test in folds:
+        train = np.setdiff1d(np.arange(n), test)
+        Ztr, Zte = _subset(Z, train), _subset(Z, test)
+        kernel = prepare_kernel(spec, Ztr)
+        K = kernel.gram(Ztr, normalize=spec.normalize)
+        Kt = kernel.gram(Zte, Ztr, normalize=spec.normalize)
+        if spec.normalize:
+            diag = torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
+        else:
+            diag = kernel.diag(Zte)
+        scorer = make_scorer(spec, K.shape[0] if spec.name else None).fit(K)
+        out[test] = novelty(spec, scorer, Kt, diag).cpu().numpy()
+    return out
+
+
 def _knn_leave_one_out(spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
     r"""kNN novelty of each corpus series against the other N - 1 (exact leave-one-out):
     the feature-space distances :math:`\sqrt{k(x,x) + k(y,y) - 2k(x,y)}` with the series
@@ -163,7 +200,10 @@ class Member:
         diag = torch.diagonal(K).clone()
         auto = spec.name != ""  # members made by the recipe or the selection adapt to N
         self.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
-        self.calibration_ = held_out_scores(spec, K, diag)
+        if getattr(self.kernel_, "needs_fit", False):
+            self.calibration_ = cross_fitted_scores(spec, Z)
+        else:
+            self.calibration_ = held_out_scores(spec, K, diag)
         return self
 
     def _prepare(self, X, preprocessors: dict, fit: bool = False):
