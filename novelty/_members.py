@@ -112,19 +112,24 @@ def prepare_kernel(spec: MemberSpec, Z):
     return kernel
 
 
+def _calibration_folds(n: int, loo_max: int):
+    """(train, test) index pairs: leave-one-out up to ``loo_max`` series, else
+    ``CALIBRATION_FOLDS`` seeded folds."""
+    if n <= loo_max:
+        folds = [np.array([i]) for i in range(n)]
+    else:
+        folds = np.array_split(np.random.default_rng(0).permutation(n), CALIBRATION_FOLDS)
+    for test in folds:
+        yield np.setdiff1d(np.arange(n), test), test
+
+
 def held_out_scores(spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
     """Novelty of every corpus series by a scorer fitted without it (see the module doc)."""
     n = K.shape[0]
     if spec.scorer == "knn" and n >= 2:
         return _knn_leave_one_out(spec, K, diag)
-    if n <= LOO_MAX:
-        folds = [np.array([i]) for i in range(n)]
-    else:
-        perm = np.random.default_rng(0).permutation(n)
-        folds = np.array_split(perm, CALIBRATION_FOLDS)
     out = np.empty(n)
-    for test in folds:
-        train = np.setdiff1d(np.arange(n), test)
+    for train, test in _calibration_folds(n, LOO_MAX):
         tr, te = torch.from_numpy(train), torch.from_numpy(test)
         scorer = make_scorer(spec).fit(K[tr][:, tr])
         out[test] = novelty(spec, scorer, K[te][:, tr], diag[te]).cpu().numpy()
@@ -142,14 +147,8 @@ def cross_fitted_scores(spec: MemberSpec, Z) -> np.ndarray:
     fitted on fewer series: conservative).
     """
     n = len(Z)
-    if n <= CROSS_FIT_LOO_MAX:
-        folds = [np.array([i]) for i in range(n)]
-    else:
-        perm = np.random.default_rng(0).permutation(n)
-        folds = np.array_split(perm, CALIBRATION_FOLDS)
     out = np.empty(n)
-    for test in folds:
-        train = np.setdiff1d(np.arange(n), test)
+    for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX):
         Ztr, Zte = _subset(Z, train), _subset(Z, test)
         kernel = prepare_kernel(spec, Ztr)
         K = kernel.gram(Ztr, normalize=spec.normalize)

@@ -27,6 +27,16 @@ _ALGORITHMS = ("auto", "features", "recursion")
 _DISCRETIZATIONS = ("exact", "order1")
 
 
+def _compiled_levels(core, increments: torch.Tensor, level: int) -> list[torch.Tensor]:
+    """Levels 1..``level`` from a compiled core filling (n, d + d^2 + ...) in place."""
+    n, _, d = increments.shape
+    dx = np.ascontiguousarray(increments.detach().to("cpu", torch.float64).numpy())
+    out = np.zeros((n, sum(d**k for k in range(1, level + 1))))
+    core(dx, level, out)
+    flat = torch.from_numpy(out).to(device=increments.device, dtype=increments.dtype)
+    return list(torch.split(flat, [d**k for k in range(1, level + 1)], dim=1))
+
+
 def signature_levels(
     increments: torch.Tensor, level: int, *, compiled: bool | None = None
 ) -> list[torch.Tensor]:
@@ -42,11 +52,7 @@ def signature_levels(
     if compiled:
         from ._signature_truncated_numba import signatures
 
-        dx = np.ascontiguousarray(increments.detach().to("cpu", torch.float64).numpy())
-        out = np.zeros((n, sum(d**k for k in range(1, level + 1))))
-        signatures(dx, level, out)
-        flat = torch.from_numpy(out).to(device=increments.device, dtype=increments.dtype)
-        return list(torch.split(flat, [d**k for k in range(1, level + 1)], dim=1))
+        return _compiled_levels(signatures, increments, level)
     S = [increments.new_zeros((n, d**k)) for k in range(1, level + 1)]
     for t in range(L):
         v = increments[:, t]
@@ -124,11 +130,7 @@ def order1_levels(
     if compiled:
         from ._signature_truncated_numba import order1_sums
 
-        dx = np.ascontiguousarray(increments.detach().to("cpu", torch.float64).numpy())
-        out = np.zeros((n, sum(d**k for k in range(1, level + 1))))
-        order1_sums(dx, level, out)
-        flat = torch.from_numpy(out).to(device=increments.device, dtype=increments.dtype)
-        return list(torch.split(flat, [d**k for k in range(1, level + 1)], dim=1))
+        return _compiled_levels(order1_sums, increments, level)
     S = [increments.new_zeros((n, d**k)) for k in range(1, level + 1)]
     for t in range(L):
         v = increments[:, t]
