@@ -126,12 +126,19 @@ def _alive(pids) -> list[int]:
     return [p for p in pids if _proc_state(p) not in (None, "Z")]
 
 
+def _sigint_default() -> None:
+    """A run started from a terminal: SIGINT at its default. A test runner launched as a
+    background job of a non-interactive shell inherits SIGINT ignored, and Python (like any
+    program started so) then keeps ignoring it, as a nohup'd job should."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_and_wait_for_cells(path, n_cells: int, *extra, require_running: bool = True):
     """Start the CLI run with ``extra`` options; return (process, its child processes) once
     ``n_cells`` CV cells are committed and (``require_running``) while the run is still going."""
     proc = subprocess.Popen([*CLI, "--store", str(path), *extra], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+                            start_new_session=True, preexec_fn=_sigint_default)  # fmt: skip
     deadline = time.time() + 90
     while time.time() < deadline and proc.poll() is None:
         try:
