@@ -133,11 +133,11 @@ class _ScaledPeer(pysiglib.StaticKernel):
     def __call__(self, ctx, x, y):
         return self.inner(ctx, x, y) * self.a
 
-    def grad_x(self, ctx, derivs):
-        raise NotImplementedError
+    def grad_x(self, ctx, derivs):  # abstract in pysiglib; these tests take no gradients
+        raise NotImplementedError("the scaled peer lift is used for kernel values only")
 
     def grad_y(self, ctx, derivs):
-        raise NotImplementedError
+        raise NotImplementedError("the scaled peer lift is used for kernel values only")
 
 
 @pytest.mark.parametrize("backend", ["numba", "torch"])
