@@ -565,9 +565,9 @@ def run_benchmark(
         check_settings(con, {"max_corpus": max_corpus, "max_test": max_test})
         register_methods(con, methods, rerun)
         done = done_keys(con, retry_errors)
-        from experiments.adbench import git_rev  # one provenance helper for the harnesses
+        from experiments._recorder import revision  # one provenance helper for the harnesses
 
-        rev, written, fresh = git_rev(), 0, set()  # fresh: keys rerun in this call
+        rev, written, fresh = revision(), 0, set()  # fresh: keys rerun in this call
         for seed in seeds:
             for ds in datasets:
                 problems = loader(

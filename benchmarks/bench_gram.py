@@ -1,8 +1,12 @@
 """Time `gram` for every registered kernel on one workload, optionally beside peers.
 
     python benchmarks/bench_gram.py --n 200 --T 100 --d 6 [--kernels flat_rbf gak] [--repeats 5]
+    python benchmarks/bench_gram.py --device cuda   # the kernels that run on a GPU, on it
 
-Warm-up (compilation) outside the timing; prints median and quartiles of the wall time.
+Warm-up (compilation, CUDA start) outside the timing; prints median and quartiles of the
+wall time. ``--device cuda``: the series are moved to the GPU once, outside the timing, every
+call is followed by ``torch.cuda.synchronize()``, and kernels registered without GPU support
+are skipped (said in the output); it fails with a one-line error when torch has no GPU.
 Peers: modules in benchmarks/ register a callable in PEERS (name -> fn(X) -> Gram), timed on
 the same inputs in the same run.
 """
@@ -17,6 +21,11 @@ import numpy as np
 import torch
 
 import tskernels
+
+try:  # run as a script: benchmarks/ is on sys.path
+    from _device import add_device_argument, check_device, synced
+except ImportError:  # imported from the repository root
+    from benchmarks._device import add_device_argument, check_device, synced
 
 PEERS: dict[str, Callable[[np.ndarray], object]] = {}
 
@@ -39,24 +48,27 @@ def main(argv=None) -> None:
     parser.add_argument("--d", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--kernels", nargs="*", default=None)
-    parser.add_argument("--device", default=None)
+    add_device_argument(parser)
     parser.add_argument("--peers", nargs="*", default=[])
     args = parser.parse_args(argv)
+    device = check_device(parser, args.device)
     X = 0.3 * np.random.default_rng(0).normal(size=(args.n, args.T, args.d))
+    Xd = torch.as_tensor(X, device=device)  # moved once, outside the timing
     print(
         f"workload: n={args.n} T={args.T} d={args.d}, symmetric Gram, float64, "
-        f"threads={torch.get_num_threads()}"
+        f"threads={torch.get_num_threads()}, device={device}"
     )
     print(f"{'kernel':<22}{'median s':>10}{'q1':>10}{'q3':>10}")
     registry = tskernels.kernel_registry()
     for name in args.kernels or sorted(registry):
-        kernel = registry[name].example()
-        if args.device:
-            kernel.set_params(device=args.device)
-        med, q1, q3 = time_call(lambda k=kernel: k.gram(X), args.repeats)
+        if device != "cpu" and not registry[name].gpu:
+            print(f"{name:<22}{'(no GPU support: skipped)':>30}")
+            continue
+        kernel = registry[name].fitted_example(Xd).set_params(device=device)
+        med, q1, q3 = time_call(synced(lambda k=kernel: k.gram(Xd), device), args.repeats)
         print(f"{name:<22}{med:>10.4f}{q1:>10.4f}{q3:>10.4f}")
     for peer in args.peers:
-        med, q1, q3 = time_call(lambda p=PEERS[peer]: p(X), args.repeats)
+        med, q1, q3 = time_call(synced(lambda p=PEERS[peer]: p(X), device), args.repeats)
         print(f"{'peer:' + peer:<22}{med:>10.4f}{q1:>10.4f}{q3:>10.4f}")
 
 

@@ -7,9 +7,17 @@ pysiglib signatures + a matrix product), randomized signature (no peer). Ours an
 are timed interleaved, after a warm-up, with the same thread count (``--threads``, default
 2); the table reports medians, quartiles, the ratio ours / pysiglib and the largest relative
 difference between the two Grams. ``--memory`` also measures the peak resident memory of a
-1000 x 1000 PDE Gram in a fresh subprocess. CUDA rows are added when a GPU is present.
+1000 x 1000 PDE Gram in a fresh subprocess.
+
+``--device cuda`` runs the same workloads with the paths on the GPU: ours with
+``device="cuda"``, pysiglib on the same CUDA tensors (pysiglib has no device argument: it
+computes where its input lives, on the GPU only in a CUDA build, ``pysiglib.BUILT_WITH_CUDA``;
+otherwise the CUDA rows have no peer and say so). Every timed call is followed by
+``torch.cuda.synchronize()``. Without a usable GPU, ``--device cuda`` stops with a one-line
+error.
 
     python benchmarks/bench_signature.py [--n 200 --T 100 --d 6 --repeats 5 --memory]
+    python benchmarks/bench_signature.py --device cuda
 """
 
 from __future__ import annotations
@@ -31,6 +39,11 @@ from tskernels import (
     TruncatedSignatureKernel,
 )
 
+try:  # run as a script: benchmarks/ is on sys.path
+    from _device import add_device_argument, check_device, synchronize
+except ImportError:  # imported from the repository root
+    from benchmarks._device import add_device_argument, check_device, synchronize
+
 
 def make_paths(n: int, T: int, d: int, seed: int = 0) -> np.ndarray:
     """Random walks with N(0, 0.3^2 / d) steps (a z-scored series scaled by 0.3/sqrt(d))."""
@@ -38,14 +51,14 @@ def make_paths(n: int, T: int, d: int, seed: int = 0) -> np.ndarray:
     return np.cumsum(rng.normal(size=(n, T, d)) * 0.3 / np.sqrt(d), axis=1)
 
 
-def _time(fn, repeats: int) -> tuple[list[float], object]:
+def _time(fn, repeats: int, device: str = "cpu") -> tuple[list[float], object]:
     out = None
     ts = []
     for _ in range(repeats):
+        synchronize(device)
         t0 = time.perf_counter()
         out = fn()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
+        synchronize(device)
         ts.append(time.perf_counter() - t0)
     return ts, out
 
@@ -54,18 +67,19 @@ def _as_np(K) -> np.ndarray:
     return K.detach().cpu().numpy() if isinstance(K, torch.Tensor) else np.asarray(K)
 
 
-def compare(name, ours, peer, repeats):
+def compare(name, ours, peer, repeats, device: str = "cpu"):
     """Interleave ours and the peer ``repeats`` times after one warm-up call of each."""
-    if name.endswith("(cuda)") and not _peer_has_cuda():
+    if device == "cuda" and not _peer_has_cuda():
         peer = None
     ours(), peer() if peer else None
+    synchronize(device)
     t_ours, t_peer = [], []
     K_ours = K_peer = None
     for _ in range(repeats):
-        ts, K_ours = _time(ours, 1)
+        ts, K_ours = _time(ours, 1, device)
         t_ours += ts
         if peer:
-            ts, K_peer = _time(peer, 1)
+            ts, K_peer = _time(peer, 1, device)
             t_peer += ts
     row = {"workload": name, "ours": np.median(t_ours), "ours_q": np.percentile(t_ours, [25, 75])}
     if peer:
@@ -114,6 +128,7 @@ def run(n: int, T: int, d: int, repeats: int, threads: int, device: str) -> list
                 lambda ours=ours: ours.gram(Xt),
                 lambda lam=lam: pysiglib.sig_kernel_gram(Xt, Xt, dyadic_order=lam, n_jobs=threads),
                 repeats,
+                device,
             )
         )
     for lam in (0, 2):
@@ -128,6 +143,7 @@ def run(n: int, T: int, d: int, repeats: int, threads: int, device: str) -> list
                     Xt, Xt, dyadic_order=lam, static_kernel=st, n_jobs=threads
                 ),
                 repeats,
+                device,
             )
         )
 
@@ -138,12 +154,18 @@ def run(n: int, T: int, d: int, repeats: int, threads: int, device: str) -> list
     trunc = TruncatedSignatureKernel(Linear(), 4, device=device, **mem)
     rows.append(
         compare(
-            f"truncated linear, level 4 ({device})", lambda: trunc.gram(Xt), peer_trunc, repeats
+            f"truncated linear, level 4 ({device})",
+            lambda: trunc.gram(Xt),
+            peer_trunc,
+            repeats,
+            device,
         )
     )
     rs = RandomizedSignatureKernel(100, 0.1, device=device, **mem)
     rows.append(
-        compare(f"randomized signature, M=100 ({device})", lambda: rs.gram(Xt), None, repeats)
+        compare(
+            f"randomized signature, M=100 ({device})", lambda: rs.gram(Xt), None, repeats, device
+        )
     )
     return rows
 
@@ -172,21 +194,21 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--memory", action="store_true", help="peak memory of a 1000 x 1000 Gram")
+    add_device_argument(ap)
     args = ap.parse_args(argv)
+    device = check_device(ap, args.device)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import numba
 
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     print(
-        f"n={args.n} T={args.T} d={args.d} float64, {args.threads} threads, "
+        f"n={args.n} T={args.T} d={args.d} float64, device={device}, {args.threads} threads, "
         f"median [q25, q75] of {args.repeats} interleaved runs (seconds)\n"
     )
     print("| workload | ours (s) | pysiglib (s) | ours / pysiglib | max rel. diff |")
     print("|---|---|---|---|---|")
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    for device in devices:
-        for row in run(args.n, args.T, args.d, args.repeats, args.threads, device):
-            print(_fmt(row), flush=True)
+    for row in run(args.n, args.T, args.d, args.repeats, args.threads, device):
+        print(_fmt(row), flush=True)
     if args.memory:
         for lam in (0, 2):
             gib = peak_memory(1000, args.T, args.d, lam)

@@ -5,7 +5,7 @@ bandwidth selection and KDE. May import ``tskernels`` only (``novelty`` imports 
 SOSREP scorer).
 """
 
-from ._bandwidth import FisherEstimate, fisher_objective, select_bandwidth
+from ._bandwidth import FisherEstimate, first_stable_minimum, fisher_objective, select_bandwidth
 from ._kde import KDE
 from ._kernels import Expansion, GaussianKernel, LaplacianKernel, VectorKernel
 from ._natural_gradient import FeatureGram, SOSREPSolution, sosrep_solve
@@ -23,6 +23,7 @@ __all__ = [
     "SOSREP",
     "SOSREPSolution",
     "VectorKernel",
+    "first_stable_minimum",
     "fisher_objective",
     "sdo_default_m",
     "sdo_log_scale",

@@ -1,4 +1,4 @@
-r"""Bandwidth selection by the Fisher divergence (Hyvarinen score) on held-out data.
+r"""Bandwidth selection by the Fisher divergence (Hyvarinen score) on held-out or given points.
 
 For an unnormalised model :math:`q = |f|^p` (p = 2 for SOSREP's :math:`f^2`, p = 1 for KDE) the
 Hyvarinen score of a point is
@@ -49,7 +49,7 @@ from ._kde import KDE
 from ._sosrep import SOSREP
 from ._validation import as_data, check_fraction, check_int
 
-__all__ = ["select_bandwidth", "fisher_objective", "FisherEstimate"]
+__all__ = ["select_bandwidth", "fisher_objective", "FisherEstimate", "first_stable_minimum"]
 
 
 @dataclass
@@ -150,6 +150,53 @@ def fisher_objective(
     return FisherEstimate(float(arr.mean()), float(arr.std(ddof=1) / np.sqrt(len(arr))), X.shape[0])
 
 
+#: Selection rules of :func:`select_bandwidth`.
+RULES = ("min", "first_stable")
+
+
+def first_stable_minimum(scores, window: int = 2) -> int | None:
+    r"""Index of the first stable local minimum of a curve, or ``None`` when it has none.
+
+    ``scores`` are the criterion values on a grid sorted by increasing bandwidth; ``nan``
+    entries (dropped grid values) are removed first and the rule reads the remaining curve
+    :math:`s_0, \dots, s_{L-1}`. Index i is a *stable local minimum* with window w
+    (``window``) when it is the bottom of a basin at least w grid points wide on each side:
+
+    .. math::
+
+        s_{i-w} \ge \dots \ge s_{i-1} \ge s_i \le s_{i+1} \le \dots \le s_{i+w},
+        \qquad s_{i-w} > s_i < s_{i+w}.
+
+    So the ends of the curve (fewer than w points on one side) are never stable minima, a
+    narrow dip (the curve falls again within w points of it) is not one, and a flat stretch is
+    not one (the basin must rise on both sides). "First" is in the direction of decreasing
+    bandwidth: the curve is read from its largest bandwidth down, as the criterion falls from
+    the over-smoothed end, and the first stable minimum met (the largest-bandwidth one) is
+    returned, before the small bandwidths where a kernel estimate memorises the sample and
+    the criterion turns noisy (the SOSREP paper's released code also keeps the
+    largest-bandwidth local minimum). ``None`` for a monotone, flat or too short
+    (L < 2w + 1) curve. The position is returned in the input's indexing (``nan`` entries
+    counted).
+    """
+    check_int(window, "window", minimum=1)
+    s = np.asarray(scores, dtype=float)
+    if s.ndim != 1:
+        raise ValueError(f"`scores` must be 1-D, got shape {s.shape}")
+    pos = np.flatnonzero(np.isfinite(s))
+    v = s[pos]
+    w = int(window)
+    for i in range(len(v) - 1 - w, w - 1, -1):
+        left, right = v[i - w : i + 1], v[i : i + w + 1]
+        if (
+            np.all(np.diff(left) <= 0)
+            and np.all(np.diff(right) >= 0)
+            and left[0] > v[i]
+            and right[-1] > v[i]
+        ):
+            return int(pos[i])
+    return None
+
+
 def select_bandwidth(
     estimator,
     X,
@@ -157,43 +204,78 @@ def select_bandwidth(
     validation_fraction: float = 0.2,
     seed: int = 0,
     *,
+    X_select=None,
+    rule: str = "min",
+    window: int = 2,
     method: str = "closed",
     n_probes: int = 64,
     smoothing: float | None = None,
 ):
     r"""Choose the kernel bandwidth of ``estimator`` (SOSREP or KDE) from ``grid``.
 
-    X (normal or contaminated training data only, never test data) is split at random into
-    a fit part and a held-out part (``validation_fraction``); for every grid value the
-    estimator is fitted on the fit part and the mean Hyvarinen score (module docstring) is
-    computed on the held-out part; the minimiser wins. A grid value whose fit does not
-    converge or whose score is not finite is skipped (recorded as ``nan``). Held-out points
-    that duplicate a fit point (up to ``1e-9 x`` the data scale) are left out for every
-    kernel (module docstring: the score is defined for continuous densities; for the
-    Laplacian kernel it is also singular there).
-    Random-feature kernels are scored on the mollified model (``smoothing``, module docstring).
-    A minimiser at either end of the grid warns (extend the grid).
+    For every grid value the estimator is fitted and the mean Hyvarinen score (module
+    docstring) of the fitted model is computed on selection points; ``rule`` then picks a
+    value from this curve. Two protocols:
 
-    Returns a clone of ``estimator`` refitted on all of X with the chosen bandwidth, carrying
+    * **Inductive** (``X_select=None``, the default): X is split at random into a fit part
+      and a held-out part (``validation_fraction``); the models are fitted on the fit part and
+      scored on the held-out part, and the chosen one is refitted on all of X. Only X is used:
+      valid for training data alone.
+    * **Transductive** (``X_select`` given): the models are fitted on all of X and scored on
+      the unlabelled points ``X_select`` (n_select, d), typically the very batch that will be
+      ranked (the SOSREP paper's protocol: the test split's features, no labels).
+      ``validation_fraction`` is not used and no refit is needed (the chosen grid fit is
+      returned). Valid when named as such: the choice depends on the points being scored.
+
+    ``rule="min"``: the grid value with the smallest score (ties: the first in ``grid``).
+    ``rule="first_stable"``: the first stable local minimum met from the largest bandwidth
+    down (:func:`first_stable_minimum` with ``window``: the bottom of a basin at least
+    ``window`` grid points wide on each side, the ends of the grid excluded); where it has none
+    (monotone, flat, too short) the rule falls back to the minimum (``bandwidth_fallback_``).
+
+    A grid value whose fit does not converge or whose score is not finite is skipped (recorded
+    as ``nan``). Selection points that duplicate a fit point (up to ``1e-9 x`` the data scale)
+    are left out for every kernel (module docstring: the score is defined for continuous
+    densities; for the Laplacian kernel it is also singular there). Random-feature kernels are
+    scored on the mollified model (``smoothing``, module docstring). A choice at either end of
+    the grid warns (extend the grid).
+
+    Returns a clone of ``estimator`` fitted on all of X with the chosen bandwidth, carrying
     ``bandwidth_`` (the chosen value), ``bandwidth_grid_`` and ``bandwidth_scores_`` (the
-    objective per grid value), ``n_duplicates_excluded_``, ``bandwidth_at_edge_`` and
-    ``selection_time_`` (seconds, refit included).
+    objective per grid value, in the order of ``grid``), ``bandwidth_protocol_``
+    ("inductive" or "transductive"), ``bandwidth_rule_``, ``bandwidth_fallback_`` (True when
+    "first_stable" found no stable minimum), ``n_duplicates_excluded_``,
+    ``bandwidth_at_edge_`` and ``selection_time_`` (seconds, refit included).
     """
     t0 = time.perf_counter()
     _power(estimator)
-    check_fraction(validation_fraction, "validation_fraction")
+    if rule not in RULES:
+        raise ValueError(f"`rule` must be one of {RULES}, got {rule!r}")
+    check_int(window, "window", minimum=1)
     grid = [float(g) for g in np.atleast_1d(np.asarray(grid, dtype=float))]
     if not grid:
         raise ValueError("`grid` is empty")
     if not all(np.isfinite(g) and g > 0 for g in grid):
         raise ValueError(f"`grid` must hold positive finite bandwidths, got {grid}")
-    Xt = as_data(X, "X", min_samples=4)
-    n = Xt.shape[0]
-    n_val = max(1, int(round(validation_fraction * n)))
-    if n - n_val < 2:
-        raise ValueError(f"`X` has {n} rows: too few to hold out {n_val} for validation")
-    perm = torch.from_numpy(np.random.default_rng(seed).permutation(n))
-    X_fit, X_val = Xt[perm[n_val:]], Xt[perm[:n_val]]
+    transductive = X_select is not None
+    if transductive:
+        Xt = as_data(X, "X", min_samples=2)
+        X_fit = Xt
+        X_val = as_data(X_select, "X_select", min_samples=1)
+        if X_val.shape[1] != Xt.shape[1]:
+            raise ValueError(
+                f"`X_select` has {X_val.shape[1]} features but `X` has {Xt.shape[1]}; "
+                "the selection points must live in the space of the training data"
+            )
+    else:
+        check_fraction(validation_fraction, "validation_fraction")
+        Xt = as_data(X, "X", min_samples=4)
+        n = Xt.shape[0]
+        n_val = max(1, int(round(validation_fraction * n)))
+        if n - n_val < 2:
+            raise ValueError(f"`X` has {n} rows: too few to hold out {n_val} for validation")
+        perm = torch.from_numpy(np.random.default_rng(seed).permutation(n))
+        X_fit, X_val = Xt[perm[n_val:]], Xt[perm[:n_val]]
     param = estimator.kernel.bandwidth_param
     _resolve_smoothing(estimator.kernel, smoothing)
     scale = float((Xt.max(0).values - Xt.min(0).values).norm())
@@ -206,12 +288,14 @@ def select_bandwidth(
     if n_dup:
         X_val = X_val[~dup]
         if X_val.shape[0] == 0:
+            which = "`X_select` point" if transductive else "held-out point"
             raise ValueError(
-                "every held-out point duplicates a fit point: the Hyvarinen score needs "
+                f"every {which} duplicates a fit point: the Hyvarinen score needs "
                 "continuous data (deduplicate X)"
             )
     scores = []
-    for value in grid:
+    fitted = {}  # transductive: the grid fits are on all of X, the chosen one is kept
+    for i, value in enumerate(grid):
         est = clone(estimator).set_params(**{f"kernel__{param}": value})
         try:
             with warnings.catch_warnings():
@@ -223,12 +307,22 @@ def select_bandwidth(
                 raise FloatingPointError("not converged")
             fe = fisher_objective(est, X_val, method=method, n_probes=n_probes, smoothing=smoothing)
             scores.append(fe.value)
+            if transductive:
+                fitted[i] = est
         except FloatingPointError:
             scores.append(float("nan"))
     arr = np.asarray(scores)
     if not np.isfinite(arr).any():
         raise FloatingPointError(f"no bandwidth in {grid} gave a finite Fisher divergence")
     i_best = int(np.nanargmin(arr))
+    fallback = False
+    if rule == "first_stable":
+        order = np.argsort(grid, kind="stable")
+        j = first_stable_minimum(arr[order], window=window)
+        if j is None:
+            fallback = True
+        else:
+            i_best = int(order[j])
     best = grid[i_best]
     finite = [g for g, v in zip(grid, arr) if np.isfinite(v)]
     at_edge = len(grid) > 1 and best in (min(finite), max(finite))
@@ -238,11 +332,17 @@ def select_bandwidth(
             f"({best:g}); extend the grid",
             stacklevel=2,
         )
-    final = clone(estimator).set_params(**{f"kernel__{param}": best}).fit(Xt)
+    if transductive:
+        final = fitted[i_best]
+    else:
+        final = clone(estimator).set_params(**{f"kernel__{param}": best}).fit(Xt)
     final.n_duplicates_excluded_ = n_dup
     final.bandwidth_at_edge_ = at_edge
     final.bandwidth_ = best
     final.bandwidth_grid_ = np.asarray(grid)
     final.bandwidth_scores_ = arr
+    final.bandwidth_protocol_ = "transductive" if transductive else "inductive"
+    final.bandwidth_rule_ = rule
+    final.bandwidth_fallback_ = fallback
     final.selection_time_ = time.perf_counter() - t0
     return final

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from numbers import Real
 
-import numpy as np
 import torch
 
-from tskernels._validation import (  # noqa: F401  (re-exported)
+from tskernels.validation import (  # noqa: F401  (re-exported)
+    as_points,
     check_int,
     check_positive,
     resolve_device,
@@ -45,41 +45,14 @@ def as_data(
     device: torch.device | None = None,
     n_features: int | None = None,
 ) -> torch.Tensor:
-    """Validated (n, d) torch tensor: real, finite, n >= ``min_samples``, d >= 1.
+    """Validated (n, d) torch tensor: real, finite, n >= ``min_samples``, d >= 1
+    (:func:`tskernels.validation.as_points`); ``device=None`` keeps a tensor's device.
 
     ``n_features`` (when given) is the d seen at fit; a different d raises.
     """
-    if isinstance(X, torch.Tensor):
-        t = X.detach()
-    else:
-        arr = np.asarray(X)
-        if arr.dtype == object or not (
-            np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
-        ):
-            raise TypeError(f"`{name}` must be a numeric array, got dtype {arr.dtype}")
-        t = torch.from_numpy(np.ascontiguousarray(arr))
-    if t.is_complex():
-        raise TypeError(f"`{name}` must be real-valued, got {t.dtype}")
-    if t.ndim != 2:
-        raise ValueError(
-            f"`{name}` must be a 2-D array (n_samples, n_features), got shape {tuple(t.shape)}"
-        )
-    n, d = t.shape
-    if d == 0:
-        raise ValueError(f"`{name}` has d = 0 features; need at least one column")
-    if n < min_samples:
-        raise ValueError(f"`{name}` has {n} sample(s); need at least {min_samples}")
-    if n_features is not None and d != n_features:
-        raise ValueError(f"`{name}` has {d} features but the estimator was fitted on {n_features}")
-    t = t.to(dtype=dtype, device=device if device is not None else t.device)
-    bad = ~torch.isfinite(t)
-    if bool(bad.any()):
-        i, j = (int(v) for v in torch.nonzero(bad)[0].tolist())
-        raise ValueError(
-            f"`{name}` contains NaN or infinite values ({int(bad.sum())} entries, first at row "
-            f"{i}, column {j}); impute or drop them first"
-        )
-    return t
+    return as_points(
+        X, name=name, dtype=dtype, device=device, min_samples=min_samples, n_features=n_features
+    )
 
 
 def check_finite_tensor(t: torch.Tensor, what: str, remedy: str) -> torch.Tensor:

@@ -30,6 +30,7 @@ __all__ = [
     "REGISTRY_NAME",
     "PRESETS",
     "Preset",
+    "REFERENCE_KERNELS",
     "SCORER_NAMES",
     "build_kernel",
     "kernel_grid_points",
@@ -129,6 +130,26 @@ def _trunc_sig(name: str, levels: str = "cumulative"):
     return build
 
 
+def _trunc_sig_linear_order1(g, d, T):
+    from tskernels import Linear, make_kernel
+
+    # the reference's linear lift Linear(scale = s / d) on the unscaled points
+    return make_kernel(
+        "trunc_sig_linear_order1", static=Linear(scale=g["scale"] / d), scale=1.0,
+        level=g["level"], levels="single",
+    )  # fmt: skip
+
+
+def _trunc_sig_rbf_order1(g, d, T):
+    from tskernels import RBF, make_kernel
+
+    # the reference's RBF lift: RBF(sigma sqrt(d)) times the amplitude s
+    return make_kernel(
+        "trunc_sig_rbf_order1", static=RBF(sigma=g["sigma"] * math.sqrt(d)), scale=1.0,
+        amplitude=g["scale"], level=g["level"], levels="single",
+    )  # fmt: skip
+
+
 def _pde_sig(name: str):
     def build(g, d, T):
         from tskernels import make_kernel
@@ -138,19 +159,24 @@ def _pde_sig(name: str):
     return build
 
 
-def _rand_sig(g, d, T):
-    from tskernels import make_kernel
+def _rand_sig(activation_first: bool = False):
+    def build(g, d, T):
+        from tskernels import make_kernel
 
-    # the kernel's ``scale`` is the variance of the random matrices A_i
-    return make_kernel(
-        "rand_sig_tanh", n_features=g["features"], scale=g["variance"], seed=g["seed"]
-    )
+        # the kernel's ``scale`` is the variance of the random matrices A_i
+        return make_kernel(
+            "rand_sig_tanh", n_features=g["features"], scale=g["variance"], seed=g["seed"],
+            activation_first=activation_first,
+        )  # fmt: skip
+
+    return build
 
 
 #: Grid names that build a registered kernel of another name (the single-level variants).
 REGISTRY_NAME: dict[str, str] = {
     "trunc_sig_linear_single": "trunc_sig_linear",
     "trunc_sig_rbf_single": "trunc_sig_rbf",
+    "rand_sig_tanh_first": "rand_sig_tanh",
 }
 
 BUILDERS: dict[str, Callable[[dict, int, int], object]] = {
@@ -167,8 +193,22 @@ BUILDERS: dict[str, Callable[[dict, int, int], object]] = {
     "trunc_sig_rbf_single": _trunc_sig("trunc_sig_rbf", "single"),
     "pde_sig_rbf": _pde_sig("pde_sig_rbf"),
     "pde_sig_linear": _pde_sig("pde_sig_linear"),
-    "rand_sig_tanh": _rand_sig,
+    "rand_sig_tanh": _rand_sig(),
+    "trunc_sig_linear_order1": _trunc_sig_linear_order1,
+    "trunc_sig_rbf_order1": _trunc_sig_rbf_order1,
+    "rand_sig_tanh_first": _rand_sig(activation_first=True),
 }
+
+#: The reference study's kernels (protocol section 2), for ``--rank-rule reference`` runs:
+#: the order-1 single-level truncated signature kernels with the reference's lifts and the
+#: randomized signature with the activation first; the other kernels are the default ones.
+REFERENCE_KERNELS: dict[str, str] = {
+    "flat linear": "flat_linear", "flat rbf": "flat_rbf", "flat poly": "flat_poly",
+    "integral rbf": "integral_rbf", "integral poly": "integral_poly", "gak": "gak",
+    "reservoir": "reservoir", "trunc sig linear": "trunc_sig_linear_order1",
+    "trunc sig rbf": "trunc_sig_rbf_order1", "pde sig rbf": "pde_sig_rbf",
+    "rand sig tanh": "rand_sig_tanh_first",
+}  # fmt: skip
 
 
 def _paper_grids() -> dict[str, KernelGrid]:
@@ -191,6 +231,15 @@ def _paper_grids() -> dict[str, KernelGrid]:
         "rand_sig_tanh": KernelGrid(
             {"features": RAND_FEATURES, "variance": RAND_VARIANCES, "seed": RAND_SEEDS}
         ),
+        # the reference study's kernels (REFERENCE_KERNELS); opt-in
+        "trunc_sig_linear_order1": KernelGrid({"scale": SIG_SCALES}, SIG_LEVELS, default=False),
+        "trunc_sig_rbf_order1": KernelGrid(
+            {"sigma": SIGMAS, "scale": SIG_SCALES}, SIG_LEVELS, default=False
+        ),
+        "rand_sig_tanh_first": KernelGrid(
+            {"features": RAND_FEATURES, "variance": RAND_VARIANCES, "seed": RAND_SEEDS},
+            default=False,
+        ),
     }
 
 
@@ -211,10 +260,14 @@ def _quick_grids() -> dict[str, KernelGrid]:
         "pde_sig_rbf": {"scale": [0.5]},
         "pde_sig_linear": {"scale": [0.5]},
         "rand_sig_tanh": {"features": [50], "variance": [RAND_VARIANCES[6]], "seed": [0]},
+        "trunc_sig_linear_order1": {"scale": [1.0]},
+        "trunc_sig_rbf_order1": {"sigma": [1.0], "scale": [1.0]},
+        "rand_sig_tanh_first": {"features": [50], "variance": [RAND_VARIANCES[6]], "seed": [0]},
     }
     # levels from one pass; the RBF-lifted recursion costs ~ level^2 per pair, so fewer
     levels = {"trunc_sig_linear": [1, 2, 3, 4], "trunc_sig_rbf": [1, 2],
-              "trunc_sig_linear_single": [1, 2, 3, 4], "trunc_sig_rbf_single": [1, 2]}  # fmt: skip
+              "trunc_sig_linear_single": [1, 2, 3, 4], "trunc_sig_rbf_single": [1, 2],
+              "trunc_sig_linear_order1": [1, 2, 3, 4], "trunc_sig_rbf_order1": [1, 2]}  # fmt: skip
     return {
         name: KernelGrid(small[name], levels.get(name), default=paper[name].default)
         for name in paper

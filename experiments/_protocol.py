@@ -42,7 +42,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold
 
 from ._grids import build_kernel
 from ._metrics import roc_auc_and_average_precision
-from ._scorers import score_fold, scorer_axis
+from ._scorers import n_ranks, pad_rank_metrics, rank_rule, score_fold, scorer_axis
 
 __all__ = [
     "Dataset",
@@ -169,16 +169,20 @@ def _preprocessor(time_channel: bool, config: dict):
 
 @contextmanager
 def _threads(n: int):
-    """torch and numba threads set to ``n`` for the block (restored afterwards): with one
-    worker per core, more threads only oversubscribe (numba's parallel loops slow down
-    several-fold on a shared machine)."""
+    """torch, numba and BLAS/OpenMP threads set to ``n`` for the block (restored afterwards):
+    with one worker per core, more threads only oversubscribe (numba's parallel loops slow
+    down several-fold on a shared machine; scipy's OpenBLAS eigendecomposition of a 118 x 118
+    corpus Gram took 55-70 ms with its default 2 threads on a loaded 2-core machine against
+    3 ms with one, and was most of a CV cell's time)."""
     import numba
+    from threadpoolctl import threadpool_limits
 
     old_t, old_n = torch.get_num_threads(), numba.get_num_threads()
     torch.set_num_threads(n)
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     try:
-        yield
+        with threadpool_limits(limits=n):
+            yield
     finally:
         torch.set_num_threads(old_t)
         numba.set_num_threads(old_n)
@@ -193,6 +197,7 @@ def run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
 def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
     cls, tc, levels = cell["cls"], bool(cell["time_channel"]), cell["levels"]
     scorers = list(cell["scorers"])
+    rule = rank_rule(config)
     L = 1 if levels is None else len(levels)
     y = data.y_train
     splits = cv_splits(y, config["folds"], config["repeats"], config["seed"])
@@ -229,13 +234,16 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
             for li in range(L):
                 t0 = time.perf_counter()
                 scores, failed = score_fold(
-                    scorers, Kcc[li], Kvc[li], d_v[li], config, RECORDED_ERRORS
+                    scorers, Kcc[li], Kvc[li], d_v[li], config, RECORDED_ERRORS, pad=False
                 )
                 for s in scorers:
                     if s in failed:
                         score_errors.setdefault((s, li), failed[s])
                         continue
+                    # metrics of the fold's M ranks, padded to n_ranks by the rank rule
                     roc, pr = roc_auc_and_average_precision(scores[s], labels)
+                    roc = pad_rank_metrics(roc, n_ranks(s, config), rule)
+                    pr = pad_rank_metrics(pr, n_ranks(s, config), rule)
                     if isinstance(sums[s][0], float):
                         sums[s] = [np.zeros((L, *roc.shape)), np.zeros((L, *roc.shape))]
                     sums[s][0][li] += roc
@@ -297,11 +305,17 @@ def _class_grams(cell: dict, data: Dataset, config: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------- selection
-def select(cv_rows: dict, candidates: list[tuple[str, bool]]) -> dict | None:
+def select(
+    cv_rows: dict, candidates: list[tuple[str, bool]], rank_rule: str = "ours"
+) -> dict | None:
     """The CV optimum of ROC-AUC + PR-AUC over ``candidates`` [(params json, time channel)]
     and every (axis value, rank); first in candidate order on ties. ``cv_rows`` maps
     (params, tc) -> {"axis", "roc", "pr", "error"}. None if a candidate is missing; a dict
-    with "error" if every candidate failed."""
+    with "error" if every candidate failed. ``rank_rule`` "ours": an optimum on a plateau
+    up to the last rank selects the last rank; "reference": the first rank of the optimum
+    (see :func:`experiments._scorers.rank_rule`)."""
+    if rank_rule not in ("ours", "reference"):
+        raise ValueError(f"`rank_rule` must be 'ours' or 'reference', got {rank_rule!r}")
     best = None
     errors = []
     for key in candidates:
@@ -315,7 +329,7 @@ def select(cv_rows: dict, candidates: list[tuple[str, bool]]) -> dict | None:
         flat = int(np.argmax(obj))
         i, r = np.unravel_index(flat, obj.shape)
         value = float(obj[i, r])
-        if (obj[i, r:] == obj[i, r]).all():
+        if rank_rule == "ours" and (obj[i, r:] == obj[i, r]).all():
             # a plateau up to the last rank: ranks beyond a fold corpus's component count
             # repeat its all-components scores, so the optimum is "every component", not the
             # plateau's first rank (which the refit on the larger whole class would truncate)

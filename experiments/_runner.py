@@ -1,55 +1,41 @@
-"""Planning and running the benchmark: the cells of a run, their execution in local processes
-or on a Dask cluster, and the store commits.
+"""Running the benchmark: options checked and resolved, the plan, execution, commits.
+
+:func:`run_benchmark` checks every option before any work (:class:`ConfigError`, a one-line
+message): counts, alphas, levels and grid values (each grid point of an overridden grid is
+built and run on a tiny toy batch, on ``device`` when one is given), the device itself, the
+kernels, scorers and data sets; then the store is opened
+(:class:`~experiments._store.StoreError`). It then plans the cells
+(:func:`experiments._cells.plan`), runs them (:mod:`experiments._executor`: this process,
+local worker processes or Dask) and commits each one as it finishes
+(:class:`experiments._recorder.Recorder`).
 
 Every CV cell is independent; a test cell (data set, class, kernel) is submitted as soon as
-the CV cells it selects from are all in the store, so both phases overlap. Each finished
-cell is committed at once; a cell whose rows are already in the store is never submitted,
-so a run killed at any point and started again with the same command finishes the rest and
-ends with the same tables.
-
-Before any work, every option is checked (:class:`ConfigError`, a one-line message): counts,
-alphas, levels and grid values (each grid point of an overridden grid is built and run on a
-tiny toy batch, on ``device`` when one is given), the device itself, the kernels, scorers
-and data sets; then the store is opened (:class:`~experiments._store.StoreError`).
-
-Stopping. SIGINT, SIGTERM and SIGHUP stop a run cleanly: results that have arrived are
-committed, the running cells are abandoned (worker processes killed, nothing half-written),
-and :class:`RunInterrupted` is raised; the same command resumes. Worker processes ignore
-SIGINT (the parent decides) and end when their parent ends, even after a SIGKILL of it
-(``PR_SET_PDEATHSIG`` on Linux, and a thread watching the parent elsewhere).
+the CV cells it selects from are all in the store, so both phases overlap. A cell whose rows
+are already in the store is never planned, so a run killed at any point and started again
+with the same command finishes the rest and ends with the same tables. A signal stops the
+run cleanly (:class:`RunInterrupted`; see :mod:`experiments._executor`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import multiprocessing
 import os
-import platform
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections import deque
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from ._cells import CVCell, Done, RunSetup, TestCell, plan, results_of
+from ._executor import Executor, RunError, RunInterrupted, execute
 from ._grids import PRESETS, REGISTRY_NAME, KernelGrid, _r, build_kernel, kernel_grid_points
-from ._protocol import (
-    Dataset,
-    fold_grams,
-    params_key,
-    run_cv_cell,
-    run_test_cell,
-    select,
-)
+from ._options import RANK_RULES, ConfigError, RunOptions
+from ._protocol import Dataset, fold_grams, run_cv_cell, run_test_cell, select
+from ._recorder import Provenance, Recorder, check_device
 from ._scorers import expand_scorers
-from ._store import ResultStore, encode_array
+from ._store import ResultStore
 
 __all__ = [
     "ConfigError",
@@ -58,62 +44,10 @@ __all__ = [
     "RunOptions",
     "run_benchmark",
     "resolve_kernels",
+    "run_cell",
 ]
 
 DEFAULT_PREPROCESSING = {"max_length": 100, "clip": 5.0, "eps": 1e-4, "basepoint": True}
-#: Seconds between checks for a stop request while waiting for workers.
-_POLL = 0.2
-
-
-class ConfigError(ValueError):
-    """A run option that cannot work, found before any work (one-line message)."""
-
-
-class RunError(RuntimeError):
-    """A run that could not go on (a worker process died); finished cells are committed."""
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """A signal stopped the run; every result that had arrived is committed.
-
-    ``signum``: the signal; ``summary``: what :func:`run_benchmark` would have returned."""
-
-    def __init__(self, signum: int, summary: dict | None = None):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = int(signum)
-        self.summary = summary
-
-
-@dataclass
-class RunOptions:
-    """Everything ``python -m experiments run`` accepts (None = the preset's value)."""
-
-    datasets: list[str] | None = None
-    kernels: list[str] | None = None
-    scorers: list[str] = field(
-        default_factory=lambda: ["conformance", "mahalanobis", "sse", "sosrep", "baselines"]
-    )
-    preset: str = "quick"
-    folds: int | None = None
-    repeats: int | None = None
-    seed: int = 0
-    share: str = "fold"
-    alphas: list[float] | None = None
-    max_rank: int | None = None
-    time_channel: list[bool] | None = None
-    grid: dict[str, dict[str, list]] = field(default_factory=dict)  # kernel -> axis -> values
-    levels: list[int] | None = None
-    store: str = "results/experiments.sqlite"
-    data_dir: str | None = None
-    device: str | None = None
-    workers: int = 1
-    threads: int | None = None
-    scheduler: str = "local"
-    progress: bool = True
-    max_cells: int | None = None
-    retry_failed: bool = False
-    normal_classes: list[str] | None = None  # None: every class is made normal in turn
-    verbose: bool = True
 
 
 def _duplicates(values) -> list:
@@ -127,273 +61,17 @@ def _duplicates(values) -> list:
 
 
 def resolve_kernels(names, grids: dict[str, KernelGrid]) -> tuple[list[str], list[str]]:
-    """(kernels registered now and with a grid, messages about skipped ones). Without
-    ``names``: every grid marked ``default`` (the single-level signature variants are opt-in)."""
-    import tskernels
-
-    registry = tskernels.kernel_registry()
+    """(the kernels of a run, messages). Without ``names``: every grid marked ``default``
+    (the single-level signature variants are opt-in)."""
     if names is not None and len(names) == 0:
         raise ConfigError("--kernels names no kernel")
     names = [n for n, g in grids.items() if g.default] if not names else list(names)
     if _duplicates(names):
         raise ConfigError(f"--kernels names {', '.join(map(str, _duplicates(names)))} twice")
-    usable, messages = [], []
     for n in names:
         if n not in grids:
             raise ConfigError(f"unknown kernel {n!r}; kernels with grids: {', '.join(grids)}")
-        if REGISTRY_NAME.get(n, n) not in registry:
-            messages.append(f"kernel {n!r} is not in the tskernels registry yet, skipped")
-        else:
-            usable.append(n)
-    return usable, messages
-
-
-def _revision() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
-            capture_output=True, text=True, timeout=10, check=True,
-        )  # fmt: skip
-        return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def _device_label(device) -> str:
-    import torch
-
-    dev = str(device or "cpu")
-    if dev.startswith("cuda") and torch.cuda.is_available():
-        return f"{dev} ({torch.cuda.get_device_name(torch.device(dev))})"
-    return f"{dev} ({platform.machine()}, {os.cpu_count()} cpus)"
-
-
-# ----------------------------------------------------------------------------- execution
-_WORKER_DATA: dict[str, Dataset] = {}
-
-
-def _init_worker(datasets: dict[str, Dataset], parent_pid: int) -> None:
-    # Ctrl-C reaches the parent, which stops the workers; SIGINT was blocked since birth
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    _exit_with_parent(parent_pid)
-    _WORKER_DATA.update(datasets)
-
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """End this worker process when its parent ends, however the parent ends (a SIGKILL
-    included): the kernel sends SIGKILL on Linux (``PR_SET_PDEATHSIG``; it cannot be held
-    up by a compiled loop holding the GIL); elsewhere a thread waits on the parent."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
-            pass
-    if os.getppid() != parent_pid:  # the parent ended before the line above took effect
-        os._exit(1)
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        threading.Thread(target=_wait_for_parent, args=(parent,), daemon=True).start()
-
-
-def _wait_for_parent(parent) -> None:
-    parent.join()  # returns when the parent process has ended
-    os._exit(1)
-
-
-def _pool_entry(kind: str, cell: dict, config: dict):
-    fn = run_cv_cell if kind == "cv" else run_test_cell
-    return fn(cell, _WORKER_DATA[cell["dataset"]], config)
-
-
-def _dask_entry(kind: str, cell: dict, data: Dataset, config: dict):
-    fn = run_cv_cell if kind == "cv" else run_test_cell
-    return fn(cell, data, config)
-
-
-class _StopSignals:
-    """SIGINT, SIGTERM and SIGHUP turned into a stop request while installed (main thread
-    only; a signal ignored at the start, e.g. SIGHUP under nohup, stays ignored). The handler
-    only records the signal, except inside :meth:`raising` (a cell computed in this process),
-    where it raises :class:`RunInterrupted` so the computation is abandoned."""
-
-    def __init__(self):
-        self.signum: int | None = None
-        self._raise = False
-
-    def _handler(self, signum, frame) -> None:
-        if self.signum is None:
-            self.signum = signum
-        if self._raise:
-            self._raise = False
-            raise RunInterrupted(signum)
-
-    @contextmanager
-    def installed(self):
-        old = {}
-        if threading.current_thread() is threading.main_thread():
-            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-                sig = getattr(signal, name, None)
-                if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
-                    old[sig] = signal.signal(sig, self._handler)
-        try:
-            yield self
-        finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
-
-    @contextmanager
-    def raising(self):
-        if self.signum is not None:
-            raise RunInterrupted(self.signum)
-        self._raise = True
-        try:
-            yield
-        finally:
-            self._raise = False
-
-
-@contextmanager
-def _sigint_blocked():
-    """SIGINT blocked in this thread for the block: a process started inside inherits the
-    mask, so a Ctrl-C sent to the whole process group cannot interrupt a worker that is
-    still starting (before its initializer ignores SIGINT). A SIGINT that arrives meanwhile
-    is delivered when the block ends, not lost (the stdlib's resource tracker does the same)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-class _Executor:
-    """submit(kind, cell) and next_done() -> (kind, cell, rows), or None once a stop was
-    requested, for the three schedulers; drain() the results that have arrived."""
-
-    def __init__(self, scheduler: str, workers: int, datasets: dict[str, Dataset], config,
-                 stop: _StopSignals):  # fmt: skip
-        self.scheduler, self.workers, self.config = scheduler, workers, config
-        self.datasets, self.stop = datasets, stop
-        self.pending: dict = {}
-        self.queue: deque = deque()
-        self.pool = self.client = None
-        if scheduler == "local" and workers > 1:
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.pool = ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker, initargs=(datasets, os.getpid()),
-            )  # fmt: skip
-        elif scheduler != "local":
-            try:
-                from distributed import Client, as_completed
-            except ImportError:
-                raise ConfigError(
-                    f"--scheduler {scheduler} needs the `distributed` package (Dask)"
-                ) from None
-            try:
-                self.client = Client(scheduler)
-            except (OSError, TimeoutError) as exc:
-                msg = f"cannot reach the Dask scheduler {scheduler}: {exc}"
-                raise ConfigError(msg) from None
-            self.data_futures = {
-                n: self.client.scatter(d, broadcast=True) for n, d in datasets.items()
-            }
-            self.ac = as_completed()
-
-    def submit(self, kind: str, cell: dict) -> None:
-        if self.pool is not None:
-            with _sigint_blocked():  # a worker started here is born deaf to Ctrl-C
-                fut = self.pool.submit(_pool_entry, kind, cell, self.config)
-            self.pending[fut] = (kind, cell)
-        elif self.client is not None:
-            fut = self.client.submit(
-                _dask_entry, kind, cell, self.data_futures[cell["dataset"]], self.config,
-                pure=False,
-            )  # fmt: skip
-            self.pending[fut] = (kind, cell)
-            self.ac.add(fut)
-        else:
-            self.queue.append((kind, cell))
-
-    def __len__(self) -> int:
-        return len(self.pending) + len(self.queue)
-
-    def _result(self, fut):
-        from concurrent.futures.process import BrokenProcessPool
-
-        try:
-            return fut.result()
-        except BrokenProcessPool as exc:
-            for _ in range(25):  # a signal sent to the whole group may still be on its way
-                if self.stop.signum is not None:
-                    return None
-                time.sleep(0.02)
-            raise RunError(
-                f"a worker process ended unexpectedly ({exc}); every finished cell is "
-                "committed: run the same command again to resume"
-            ) from None
-
-    def next_done(self):
-        if self.pool is not None:
-            from concurrent.futures import FIRST_COMPLETED, wait
-
-            done: set = set()
-            while not done:
-                if self.stop.signum is not None:
-                    return None
-                done, _ = wait(list(self.pending), timeout=_POLL, return_when=FIRST_COMPLETED)
-            fut = min(done, key=lambda f: id(f))
-            rows = self._result(fut)
-            if rows is None:
-                return None
-            kind, cell = self.pending.pop(fut)
-            return kind, cell, rows
-        if self.client is not None:
-            while not self.ac.has_ready():
-                if self.stop.signum is not None:
-                    return None
-                time.sleep(_POLL / 4)
-            fut = next(self.ac)
-            kind, cell = self.pending.pop(fut)
-            return kind, cell, fut.result()
-        if self.stop.signum is not None:
-            return None
-        kind, cell = self.queue[0]
-        with self.stop.raising():
-            rows = _dask_entry(kind, cell, self.datasets[cell["dataset"]], self.config)
-        self.queue.popleft()
-        return kind, cell, rows
-
-    def drain(self):
-        """(kind, cell, rows) of every submitted cell whose result has arrived."""
-        for fut, (kind, cell) in list(self.pending.items()):
-            if self.pool is not None:
-                ok = fut.done() and not fut.cancelled() and fut.exception() is None
-            else:
-                ok = fut.status == "finished"
-            if ok:
-                del self.pending[fut]
-                yield kind, cell, fut.result()
-
-    def close(self) -> None:
-        if self.pool is not None:
-            if any(not f.done() for f in self.pending):
-                # their results would be dropped: do not wait for them
-                for proc in list(getattr(self.pool, "_processes", {}).values()):
-                    proc.kill()
-            self.pool.shutdown(wait=True, cancel_futures=True)
-        if self.client is not None:
-            for fut in list(self.pending):
-                fut.cancel()
-            self.client.close()
+    return list(names), []
 
 
 # ----------------------------------------------------------------------------- checks
@@ -423,28 +101,6 @@ def _positive_floats(name: str, values) -> list[float]:
     if _duplicates(out):
         raise ConfigError(f"{name} lists {_duplicates(out)[0]!r} twice")
     return out
-
-
-def _check_device(device) -> None:
-    """A device that cannot run anything fails here, before any cell is stored."""
-    if device is None:
-        return
-    import torch
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as exc:
-        raise ConfigError(f"--device {device!r}: {exc}") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ConfigError(f"--device {device}: CUDA is not available on this machine")
-        n = torch.cuda.device_count()
-        if dev.index is not None and dev.index >= n:
-            raise ConfigError(f"--device {device}: this machine has {n} CUDA device(s)")
-    try:
-        torch.zeros(1, device=dev) + 1
-    except (RuntimeError, AssertionError, ValueError) as exc:
-        raise ConfigError(f"--device {device}: {exc}") from None
 
 
 def _check_grids(kernels, grids, every: set[str], device) -> None:
@@ -484,14 +140,11 @@ def _check_scheduler(scheduler: str) -> None:
 
 
 # ----------------------------------------------------------------------------- planning
-def _grid_hash(points, levels, tcs) -> str:
-    blob = json.dumps({"points": points, "levels": levels, "tc": tcs}, sort_keys=True)
-    return hashlib.sha1(blob.encode()).hexdigest()[:12]
-
-
 def _effective(opts: RunOptions):
     """Every option checked (ConfigError) and resolved against the preset: (preset, grids,
     setting, run config, time channels, kernels, scorers, messages)."""
+    if opts.rank_rule not in RANK_RULES:
+        raise ConfigError(f"--rank-rule must be {' or '.join(RANK_RULES)}, got {opts.rank_rule!r}")
     if opts.preset not in PRESETS:
         raise ConfigError(f"unknown preset {opts.preset!r}; choose from {', '.join(PRESETS)}")
     preset = PRESETS[opts.preset]
@@ -527,8 +180,6 @@ def _effective(opts: RunOptions):
 
     grids = dict(preset.grids)
     kernels, messages = resolve_kernels(opts.kernels, grids)
-    if not kernels:
-        raise ConfigError("no usable kernel: " + "; ".join(messages))
     overrides: dict[str, dict[str, list]] = {}
     for kname, axes in opts.grid.items():
         if kname not in grids:
@@ -574,7 +225,7 @@ def _effective(opts: RunOptions):
     messages += msg2
     if not scorers:
         raise ConfigError("no usable scorer: " + ("; ".join(msg2) or "--scorers names none"))
-    _check_device(opts.device)
+    check_device(opts.device)
     every = set(overrides) | (level_kernels if levels is not None else set())
     _check_grids(kernels, grids, every, opts.device)
 
@@ -594,8 +245,12 @@ def _effective(opts: RunOptions):
     # levels and every --grid override), so runs of other grids never share a setting
     setting = dict(config, version=3, preset=preset.name, time_channel=tcs, levels=levels,
                    grid=overrides)  # fmt: skip
+    if opts.rank_rule != "ours":
+        # another rank rule is another setting (absent for "ours", so the settings of
+        # earlier runs are unchanged)
+        setting["rank_rule"] = opts.rank_rule
     threads = threads or max(1, (os.cpu_count() or 1) // workers)
-    run_config = dict(config, device=opts.device, threads=int(threads))
+    run_config = dict(config, device=opts.device, threads=int(threads), rank_rule=opts.rank_rule)
     return preset, grids, setting, run_config, tcs, kernels, scorers, messages
 
 
@@ -661,51 +316,27 @@ def _say(opts: RunOptions, msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
 
-def _plan(datasets, kernels, scorers, grids, tcs, done_cv, done_test, messages, normal=None):
+def _skipped(datasets: dict[str, Dataset], kernels, messages: list[str]) -> frozenset:
+    """(data set, kernel) pairs not run: a kernel without unequal-length support (the
+    registry's capability) on unequal-length data; a message for each."""
     import tskernels
 
     registry = tskernels.kernel_registry()
-    cv_todo, groups = [], {}
+    skip = set()
     for dname, data in datasets.items():
         for kname in kernels:
-            if (
-                not data.equal_length
-                and not registry[REGISTRY_NAME.get(kname, kname)].unequal_length
-            ):
+            spec = registry[REGISTRY_NAME.get(kname, kname)]
+            if not data.equal_length and not spec.unequal_length:
                 messages.append(f"kernel {kname!r} needs equal lengths, skipped on {dname}")
-                continue
-            g = grids[kname]
-            points = kernel_grid_points(g)
-            lv = list(g.levels) if g.levels is not None else [None]
-            candidates = [(params_key(p, lvl), tc) for p in points for lvl in lv for tc in tcs]
-            ghash = _grid_hash(points, g.levels, tcs)
-            for cls in data.classes:
-                if normal is not None and cls not in normal:
-                    continue
-                missing_test = [
-                    s for s in scorers if (dname, cls, kname, s, ghash) not in done_test
-                ]
-                remaining = 0
-                for p in points:
-                    for tc in tcs:
-                        miss = [
-                            s for s in scorers
-                            if any((dname, cls, kname, params_key(p, lvl), tc, s) not in done_cv
-                                   for lvl in lv)
-                        ]  # fmt: skip
-                        if miss and missing_test:
-                            cv_todo.append(
-                                {"kind": "cv", "dataset": dname, "cls": cls, "kernel": kname,
-                                 "point": p, "levels": g.levels, "time_channel": tc,
-                                 "scorers": miss}
-                            )  # fmt: skip
-                            remaining += 1
-                if missing_test:
-                    groups[(dname, cls, kname)] = {
-                        "remaining": remaining, "candidates": candidates, "grid": ghash,
-                        "levels": g.levels, "scorers": missing_test,
-                    }  # fmt: skip
-    return cv_todo, groups
+                skip.add((dname, kname))
+    return frozenset(skip)
+
+
+def run_cell(cell: CVCell | TestCell, data: Dataset, config: dict):
+    """Compute one cell (the executor's entry, in whichever process runs it): its result
+    rows as :class:`~experiments._cells.CVResult` / :class:`~experiments._cells.TestResult`."""
+    fn = run_cv_cell if cell.kind == "cv" else run_test_cell
+    return results_of(cell, fn(cell, data, config))
 
 
 def run_benchmark(opts: RunOptions) -> dict:
@@ -728,11 +359,16 @@ def run_benchmark(opts: RunOptions) -> dict:
         setting["data"] = fingerprints
     if normal is not None:
         setting["normal_classes"] = normal
-    stop = _StopSignals()
+    setup = RunSetup(
+        datasets={n: tuple(d.classes) for n, d in datasets.items()},
+        kernels=tuple(kernels), scorers=tuple(scorers), grids=grids, time_channels=tuple(tcs),
+        skip=_skipped(datasets, kernels, messages),
+        normal_classes=None if normal is None else tuple(normal),
+    )  # fmt: skip
     workers = int(opts.workers)
     n_total = computed = 0
-    run_id = sid = None
-    ex = _Executor(opts.scheduler, workers, datasets, config, stop)
+    sid = None
+    ex = Executor(opts.scheduler, workers, datasets, run_cell, config)
     try:
         store = ResultStore(opts.store)
     except BaseException:
@@ -743,91 +379,24 @@ def run_benchmark(opts: RunOptions) -> dict:
         if opts.retry_failed:
             n_cv, n_test = store.delete_failed(sid, names, kernels, scorers)
             messages.append(f"--retry-failed: {n_cv} failed CV rows and {n_test} test rows cleared")
-        done_cv = store.cv_keys(sid)
-        done_test = store.test_keys(sid)
-        cv_todo, groups = _plan(
-            datasets, kernels, scorers, grids, tcs, done_cv, done_test, messages, normal
-        )
+        cells = plan(setup, Done.from_store(store, sid))
+        n_total = len(cells)
+        n_cv = sum(c.kind == "cv" for c in cells)
         for m in messages:
             _say(opts, m)
-        n_total = len(cv_todo) + len(groups)
         _say(opts, f"store {opts.store}: setting {sid}, {n_total} cells to compute "
-                   f"({len(cv_todo)} CV, {len(groups)} test)")  # fmt: skip
-        revision, device = _revision(), _device_label(opts.device)
-        run_id = store.start_run(
-            setting=sid, command=" ".join(sys.argv), preset=opts.preset, revision=revision,
-            device=device, workers=workers, scheduler=opts.scheduler,
+                   f"({n_cv} CV, {n_total - n_cv} test)")  # fmt: skip
+        recorder = Recorder(
+            store, Provenance.current(opts.device), setting=sid, preset=opts.preset,
+            workers=workers, scheduler=opts.scheduler, started=t_start,
         )  # fmt: skip
-        stamp = {"setting": sid, "revision": revision, "device": device}
-
-        def commit(kind, rows) -> None:
-            now = time.time()
-            for r in rows:
-                r.update(stamp, created=now)
-                if kind == "cv":
-                    r["roc"] = None if r["roc"] is None else encode_array(r["roc"])
-                    r["pr"] = None if r["pr"] is None else encode_array(r["pr"])
-            if kind == "cv":
-                store.add_cell(cv_rows=rows)
-            else:
-                store.add_cell(test_rows=rows)
-
-        if n_total:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=n_total, unit="cell", disable=not opts.progress, file=sys.stderr)
-
-            def submit_test(key):
-                grp = groups[key]
-                selections = {}
-                for s in grp["scorers"]:
-                    rows = store.cv_rows(sid, key[0], key[1], key[2], s)
-                    sel = select(rows, grp["candidates"])
-                    if sel is None:
-                        raise RuntimeError(f"CV rows missing for {key} {s}")  # planning bug
-                    selections[s] = sel
-                ex.submit("test", {"dataset": key[0], "cls": key[1], "kernel": key[2],
-                                   "grid": grp["grid"], "levels": grp["levels"],
-                                   "selections": selections})  # fmt: skip
-
-            try:
-                with stop.installed():
-                    try:
-                        for key, grp in groups.items():
-                            if grp["remaining"] == 0:
-                                submit_test(key)
-                        for cell in cv_todo:
-                            ex.submit("cv", cell)
-                        while len(ex) and stop.signum is None:
-                            got = ex.next_done()
-                            if got is None:
-                                break
-                            kind, cell, rows = got
-                            commit(kind, rows)
-                            computed += 1
-                            bar.update(1)
-                            if opts.max_cells is not None and computed >= opts.max_cells:
-                                break
-                            if kind == "cv":
-                                key = (cell["dataset"], cell["cls"], cell["kernel"])
-                                if key in groups:
-                                    groups[key]["remaining"] -= 1
-                                    if groups[key]["remaining"] == 0:
-                                        submit_test(key)
-                    except RunInterrupted:
-                        pass  # stop.signum holds the signal
-                    if stop.signum is not None:
-                        for kind, _cell, rows in ex.drain():
-                            commit(kind, rows)
-                            computed += 1
-            finally:
-                bar.close()
+        with recorder:
+            if n_total:
+                computed = _execute(ex, store, sid, cells, recorder, opts)
     finally:
         ex.close()
-        wall = time.perf_counter() - t_start
-        if run_id is not None:
-            store.finish_run(run_id, computed, wall)
         store.close()
+    wall = time.perf_counter() - t_start
     summary = {
         "setting": sid,
         "cells_total": n_total,
@@ -840,6 +409,44 @@ def run_benchmark(opts: RunOptions) -> dict:
         "scorers": scorers,
         "store": str(opts.store),
     }
-    if stop.signum is not None:
-        raise RunInterrupted(stop.signum, summary)
+    if ex.stop.signum is not None:
+        raise RunInterrupted(ex.stop.signum, summary)
     return summary
+
+
+def _execute(ex: Executor, store: ResultStore, sid: str, cells: list, recorder: Recorder,
+             opts: RunOptions) -> int:  # fmt: skip
+    """Run the planned cells: test cells whose CV cells are all stored first, the CV cells,
+    then each test cell once its last CV cell is committed. Returns the cells committed."""
+    from tqdm.auto import tqdm
+
+    waiting = Counter(c.group for c in cells if c.kind == "cv")
+    tests = {c.group: c for c in cells if c.kind == "test"}
+
+    def ready(test: TestCell) -> TestCell:
+        selections = []
+        for s in test.scorers:
+            sel = select(store.cv_rows(sid, *test.group, s), list(test.candidates), opts.rank_rule)
+            if sel is None:
+                raise RuntimeError(f"CV rows missing for {test.group} {s}")  # a planning bug
+            selections.append((s, sel))
+        return replace(test, selections=tuple(selections))
+
+    def then(cell) -> list:
+        if cell.kind != "cv" or cell.group not in tests:
+            return []
+        waiting[cell.group] -= 1
+        return [ready(tests[cell.group])] if waiting[cell.group] == 0 else []
+
+    bar = tqdm(total=len(cells), unit="cell", disable=not opts.progress, file=sys.stderr)
+
+    def record(cell, rows) -> None:
+        recorder.commit(rows)
+        bar.update(1)
+
+    first = [ready(t) for g, t in tests.items() if waiting[g] == 0]
+    try:
+        return execute(ex, first + [c for c in cells if c.kind == "cv"], record, then,
+                       opts.max_cells)  # fmt: skip
+    finally:
+        bar.close()

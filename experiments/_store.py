@@ -15,7 +15,13 @@ scorer, as float64 arrays (n_alpha, n_rank), with the seconds spent.
 ``test``: one row per (setting, dataset, class, kernel, scorer): the hyper-parameters chosen by
 CV and the test-split ROC-AUC and PR-AUC.
 
-``runs``: one row per invocation (command, start, end, cells computed, wall seconds).
+``runs``: one row per invocation (command, start, end, cells computed, wall seconds, git
+revision, device, package versions).
+
+:class:`SQLiteStore` is the file handling shared with the ADBench store
+(``experiments.adbench``): opening and checking, one transaction per write, the ``runs``
+table of provenance. A subclass names its tables (``SCHEMA``, ``TABLES``) and how a finished
+cell's rows are written (``add_results``).
 
 Opening checks the file before anything is read or written: a missing file (``mode="read"``),
 a file that is not SQLite, a damaged one (``PRAGMA integrity_check``), a SQLite file of other
@@ -37,7 +43,14 @@ from urllib.parse import quote
 
 import numpy as np
 
-__all__ = ["ResultStore", "StoreError", "setting_id", "encode_array", "decode_array"]
+__all__ = [
+    "ResultStore",
+    "SQLiteStore",
+    "StoreError",
+    "setting_id",
+    "encode_array",
+    "decode_array",
+]
 
 
 class StoreError(Exception):
@@ -65,10 +78,13 @@ CREATE TABLE IF NOT EXISTS test (
     revision TEXT, device TEXT, created REAL,
     PRIMARY KEY (setting, dataset, cls, kernel, scorer, grid)
 );
+"""
+#: The provenance of every invocation, in every store of this package.
+RUNS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, setting TEXT, command TEXT, preset TEXT,
     started REAL, finished REAL, cells_computed INTEGER, wall_seconds REAL,
-    revision TEXT, device TEXT, workers INTEGER, scheduler TEXT
+    revision TEXT, device TEXT, workers INTEGER, scheduler TEXT, versions TEXT
 );
 """
 
@@ -127,18 +143,23 @@ def _unwritable(path: Path) -> str | None:
     return "permission denied"
 
 
-_TABLES = {"settings": ("setting", "json"), "cv": CV_COLUMNS, "test": TEST_COLUMNS,
-           "runs": RUNS_COLUMNS}  # fmt: skip
+class SQLiteStore:
+    """One SQLite file of result tables and the ``runs`` table (see the module docstring).
 
-
-class ResultStore:
-    """A results store in one SQLite file. Rows are committed per cell (:meth:`add_cell`).
+    Subclasses set ``SCHEMA`` (``CREATE TABLE IF NOT EXISTS`` statements; the runs table is
+    added), ``TABLES`` (table -> the columns a file must have to be this store) and
+    ``ADDED_COLUMNS`` (table -> {column: type} added to a file of an older layout when it is
+    opened for writing, instead of refusing it).
 
     ``mode="write"`` (default) creates the file (and its folder) when missing and needs write
     access; ``mode="read"`` needs an existing store and never writes (``report``).
     ``check=False`` skips the integrity check (a store just checked in the same process).
     Every problem with the file raises :class:`StoreError`.
     """
+
+    SCHEMA: str = ""
+    TABLES: dict[str, tuple[str, ...]] = {}
+    ADDED_COLUMNS: dict[str, dict[str, str]] = {"runs": {"versions": "TEXT"}}
 
     def __init__(self, path: str | Path, mode: str = "write", check: bool = True):
         if mode not in ("read", "write"):
@@ -157,7 +178,12 @@ class ResultStore:
             if mode == "write":
                 self.con.execute("PRAGMA journal_mode=WAL")
                 self.con.execute("PRAGMA synchronous=NORMAL")
-                self.con.executescript(_SCHEMA)
+                self.con.executescript(self.SCHEMA + RUNS_SCHEMA)
+                for table, added in self.ADDED_COLUMNS.items():
+                    have = _columns(self.con, table)
+                    for column, kind in added.items():
+                        if column not in have:
+                            self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
                 self.con.commit()
         except sqlite3.DatabaseError as exc:
             self.con.close()
@@ -232,7 +258,7 @@ class ResultStore:
     def _check(self, integrity: bool) -> None:
         tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE "
                                                  "type='table'")}  # fmt: skip
-        ours = set(_TABLES)
+        ours = set(self.TABLES)
         if not tables:
             if self.mode == "read":
                 raise StoreError(f"{self.path} holds no results store (an empty database)")
@@ -241,7 +267,7 @@ class ResultStore:
             missing = ", ".join(sorted(ours - tables))
             raise StoreError(f"{self.path} is not a results store (tables missing: {missing}); "
                              "name another file")  # fmt: skip
-        for table, columns in _TABLES.items():
+        for table, columns in self.TABLES.items():
             missing = set(columns) - _columns(self.con, table)
             if missing:
                 lacks = ", ".join(sorted(missing))
@@ -261,7 +287,7 @@ class ResultStore:
             self.con.close()
             self.con = None
 
-    def __enter__(self) -> ResultStore:
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
@@ -279,6 +305,47 @@ class ResultStore:
             raise
         except sqlite3.DatabaseError as exc:
             raise self._error(exc, "write") from None
+
+    def start_run(self, **fields) -> int:
+        cur = self._write(
+            self.con.execute,
+            "INSERT INTO runs (setting, command, preset, started, revision, device, workers,"
+            " scheduler, versions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                fields.get("setting"), fields.get("command"), fields.get("preset"),
+                time.time(), fields.get("revision"), fields.get("device"),
+                fields.get("workers"), fields.get("scheduler"), fields.get("versions"),
+            ),
+        )  # fmt: skip
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, cells: int, wall: float) -> None:
+        self._write(
+            self.con.execute,
+            "UPDATE runs SET finished=?, cells_computed=?, wall_seconds=? WHERE id=?",
+            (time.time(), cells, wall, run_id),
+        )
+
+    # ------------------------------------------------------------------ reading
+    def _read(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        try:
+            return self.con.execute(sql, params)
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc, "read") from None
+
+    def query(self, sql: str, params: tuple = ()) -> list[dict]:
+        cur = self._read(sql, params)
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r)) for r in cur]
+
+
+class ResultStore(SQLiteStore):
+    """The UEA results store: tables ``settings``, ``cv``, ``test`` and ``runs``. Rows are
+    committed per cell (:meth:`add_cell`, :meth:`add_results`)."""
+
+    SCHEMA = _SCHEMA
+    TABLES = {"settings": ("setting", "json"), "cv": CV_COLUMNS, "test": TEST_COLUMNS,
+              "runs": RUNS_COLUMNS}  # fmt: skip
 
     def add_setting(self, setting: dict) -> str:
         sid = setting_id(setting)
@@ -338,32 +405,20 @@ class ResultStore:
 
         return self._write(delete)
 
-    def start_run(self, **fields) -> int:
-        cur = self._write(
-            self.con.execute,
-            "INSERT INTO runs (setting, command, preset, started, revision, device, workers,"
-            " scheduler) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                fields.get("setting"), fields.get("command"), fields.get("preset"),
-                time.time(), fields.get("revision"), fields.get("device"),
-                fields.get("workers"), fields.get("scheduler"),
-            ),
-        )  # fmt: skip
-        return int(cur.lastrowid)
-
-    def finish_run(self, run_id: int, cells: int, wall: float) -> None:
-        self._write(
-            self.con.execute,
-            "UPDATE runs SET finished=?, cells_computed=?, wall_seconds=? WHERE id=?",
-            (time.time(), cells, wall, run_id),
-        )
-
-    # ------------------------------------------------------------------ reading
-    def _read(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
-        try:
-            return self.con.execute(sql, params)
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc, "read") from None
+    def add_results(self, rows, stamp: dict) -> None:
+        """Insert the result rows of one finished cell (:class:`~experiments._cells.CVResult`
+        or :class:`~experiments._cells.TestResult`), each with the columns of ``stamp``
+        (setting, revision, device, created), in one transaction."""
+        cv, test = [], []
+        for r in rows:
+            row = {**r.as_row(), **stamp}
+            if r.table == "cv":
+                row["roc"] = None if row["roc"] is None else encode_array(row["roc"])
+                row["pr"] = None if row["pr"] is None else encode_array(row["pr"])
+                cv.append(row)
+            else:
+                test.append(row)
+        self.add_cell(cv_rows=cv, test_rows=test)
 
     def cv_keys(self, setting: str) -> set[tuple]:
         """(dataset, cls, kernel, params, time_channel, scorer) of every stored cv row."""
@@ -400,11 +455,6 @@ class ResultStore:
                     f"{scorer} {params}: {exc}); restore it from a copy or start a new store"
                 ) from None
         return out
-
-    def query(self, sql: str, params: tuple = ()) -> list[dict]:
-        cur = self._read(sql, params)
-        names = [c[0] for c in cur.description]
-        return [dict(zip(names, r)) for r in cur]
 
     def settings(self) -> dict[str, dict]:
         return {s: json.loads(j) for s, j in self._read("SELECT setting, json FROM settings")}

@@ -1,30 +1,63 @@
 """novelty: scorers that consume Gram matrices, and detectors on series.
 
-Owns: the Gram-level scorers, the input boundary of the detector (``as_series_collection``),
+Owns: the Gram-level scorers (one contract, :class:`GramScorer`: ``fit(K)``,
+``score(K_test, diag_test)`` higher = more novel, ``sweep`` over a hyper-parameter axis and
+ranks) and their registry (:func:`scorer_registry`, name -> class, read by the detector, the
+experiments and the tests), the input boundary of the detector (``as_series_collection``),
 ``KernelNoveltyDetector`` with its default recipe, label-free selection (synthetic anomalies)
 and conformal calibration, the sktime adapters and the score plot. May import ``tskernels``
 and ``density`` (the SOSREP scorer uses its solver); never ``experiments``.
 
-The sktime adapters are imported on first use (``novelty.SktimeKernelAdapter``), so
-``import novelty`` does not import sktime.
+Every public name is imported on first use (PEP 562: ``from novelty import X`` and
+``novelty.X`` work as usual, ``dir(novelty)`` lists them), so ``import novelty`` imports
+neither scikit-learn nor sktime; the map ``_EXPORTS`` says which module holds each name.
 """
 
-from ._baselines import KNNScorer, MeanEmbeddingScorer, OCSVMScorer
-from ._detector import SCORERS, KernelNoveltyDetector
-from ._layouts import as_series_collection, single_series_hint
-from ._plot import plot_scores
-from ._sosrep import SOSREPScorer
-from ._spectral_support import SpectralSupport
-from ._variance_norm import VarianceNorm
+from importlib import import_module
 
-_SKTIME_EXPORTS = ("SktimeDistanceAdapter", "SktimeKernelAdapter", "sktime_kernels")
+_EXPORTS = {
+    "KNNScorer": "_baselines",
+    "MeanEmbeddingScorer": "_baselines",
+    "OCSVMScorer": "_baselines",
+    "score_in_partitions": "_dask_scoring",
+    "SCORERS": "_detector",
+    "KernelNoveltyDetector": "_detector",
+    "GramScorer": "_gram_scorer",
+    "scorer_registry": "_gram_scorer",
+    "as_series_collection": "_layouts",
+    "single_series_hint": "_layouts",
+    "plot_scores": "_plot",
+    "SOSREPScorer": "_sosrep",
+    "SpectralSupport": "_spectral_support",
+    "ConformanceScorer": "_variance_norm",
+    "MahalanobisScorer": "_variance_norm",
+    "VarianceNorm": "_variance_norm",
+    "NystroemFeatures": "_approximation",
+    "RandomFeatures": "_approximation",
+    "FeatureKNN": "_feature_scorers",
+    "FeatureMeanEmbedding": "_feature_scorers",
+    "FeatureSpectralSupport": "_feature_scorers",
+    "FeatureVarianceNorm": "_feature_scorers",
+}
+_EXPORTS.update(
+    dict.fromkeys(("SktimeDistanceAdapter", "SktimeKernelAdapter", "sktime_kernels"), "_sktime")
+)
 
 __all__ = [
     "SCORERS",
+    "ConformanceScorer",
+    "FeatureKNN",
+    "FeatureMeanEmbedding",
+    "FeatureSpectralSupport",
+    "FeatureVarianceNorm",
+    "GramScorer",
     "KernelNoveltyDetector",
     "KNNScorer",
+    "MahalanobisScorer",
     "MeanEmbeddingScorer",
+    "NystroemFeatures",
     "OCSVMScorer",
+    "RandomFeatures",
     "SOSREPScorer",
     "SktimeDistanceAdapter",
     "SktimeKernelAdapter",
@@ -32,17 +65,20 @@ __all__ = [
     "VarianceNorm",
     "as_series_collection",
     "plot_scores",
+    "scorer_registry",
+    "score_in_partitions",
     "single_series_hint",
     "sktime_kernels",
 ]
 
 
 def __getattr__(name: str):
-    if name in _SKTIME_EXPORTS:
-        from . import _sktime
-
-        return getattr(_sktime, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # resolved once
+    return value
 
 
 def __dir__():

@@ -185,7 +185,6 @@ def select_members(
                     s = novelty(spec, make_scorer(spec, K.shape[0]).fit(K), Kt, diag)
                 except (ValueError, ArithmeticError):
                     continue
-                s = s.cpu().numpy()
                 acc[i][0].extend(s[:nh])
                 for kind, v in zip(labels, s[nh:]):
                     acc[i][1][kind].append(v)

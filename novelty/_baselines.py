@@ -15,37 +15,23 @@ the entries exceed 2^500).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import torch
 
-from ._validation import (
-    check_corpus_gram,
-    check_cross_gram,
-    check_int,
-    check_psd,
-    check_test_diag,
-    pow2_scale,
-)
+from ._gram_scorer import GramScorer, Interval, Options
+from ._validation import check_psd, pow2_scale
 
 __all__ = ["KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer"]
 
 
-class _GramScorer:
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "n_corpus_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit first")
+class KNNScorer(GramScorer):
+    r"""Feature-space distance to the nearest corpus points.
 
-    def _test(self, K_test_corpus, k_test_diag):
-        self._check_fitted()
-        Kt = check_cross_gram(K_test_corpus, self.n_corpus_, "K_test_corpus", self._device)
-        if k_test_diag is None:
-            raise ValueError(f"{type(self).__name__}.score needs `k_test_diag`, k(x, x) per test")
-        return Kt, check_test_diag(k_test_diag, Kt.shape[0], "k_test_diag", self._device)
-
-
-class KNNScorer(_GramScorer):
-    """Feature-space distance to the nearest corpus points.
+    With :math:`d_i(y) = \|\phi(y) - \phi(x_i)\| = (k(y, y) + k(x_i, x_i) - 2 k(y, x_i))^{1/2}`
+    sorted ascending, :math:`d_{(1)} \le \dots \le d_{(N)}`, the score is :math:`d_{(k)}(y)`
+    (``aggregate="kth"``) or :math:`\tfrac1k \sum_{j \le k} d_{(j)}(y)` (``"mean"``).
 
     Parameters
     ----------
@@ -57,35 +43,27 @@ class KNNScorer(_GramScorer):
         Both are the same for k = 1.
     """
 
-    _AGGREGATES = ("kth", "mean")
+    _parameter_constraints = {
+        "n_neighbors": Interval(Integral, 1, None, "left"),
+        "aggregate": Options(("kth", "mean")),
+    }
 
     def __init__(self, n_neighbors: int = 1, *, aggregate: str = "kth"):
         self.n_neighbors = n_neighbors
         self.aggregate = aggregate
 
-    def _check_params(self, n_corpus: int) -> tuple[int, str]:
-        k = check_int(self.n_neighbors, "n_neighbors")
+    def _check_neighbors(self, n_corpus: int) -> int:
+        k = int(self.n_neighbors)
         if k > n_corpus:
             raise ValueError(f"`n_neighbors`={k} exceeds the corpus size N={n_corpus}")
-        if not isinstance(self.aggregate, str) or self.aggregate not in self._AGGREGATES:
-            raise ValueError(
-                f"`aggregate` must be one of {self._AGGREGATES}, got {self.aggregate!r}"
-            )
-        return k, self.aggregate
+        return k
 
-    def fit(self, K_corpus) -> KNNScorer:
-        K = check_corpus_gram(K_corpus, "K_corpus")
-        self._check_params(K.shape[0])
+    def _fit(self, K: torch.Tensor) -> None:
+        self._check_neighbors(K.shape[0])
         self.corpus_diag_ = torch.diagonal(K).clone()
-        self.n_corpus_ = K.shape[0]
-        self._device = K.device
-        return self
 
-    def score(self, K_test_corpus, k_test_diag) -> torch.Tensor:
-        """Distance to the k-th nearest corpus point (or mean distance to the k nearest),
-        Tensor (n_test,)."""
-        Kt, dt = self._test(K_test_corpus, k_test_diag)
-        k, aggregate = self._check_params(self.n_corpus_)
+    def _score(self, Kt: torch.Tensor, dt: torch.Tensor) -> torch.Tensor:
+        k, aggregate = self._check_neighbors(self.n_corpus_), self.aggregate
         if Kt.shape[0] == 0:
             return dt.clone()
         diag = self.corpus_diag_
@@ -114,22 +92,22 @@ def _sqrt_of_squared_distance(d2: torch.Tensor, scale: float) -> torch.Tensor:
     return torch.sqrt(d2.clamp_min(0.0))
 
 
-class MeanEmbeddingScorer(_GramScorer):
-    """RKHS distance to the corpus mean embedding (the corpus Gram must be positive
-    semi-definite: the distance is undefined otherwise)."""
+class MeanEmbeddingScorer(GramScorer):
+    r"""RKHS distance to the corpus mean embedding :math:`\mu = \tfrac1N \sum_i \phi(x_i)`,
 
-    def fit(self, K_corpus) -> MeanEmbeddingScorer:
-        K = check_corpus_gram(K_corpus, "K_corpus")
+    .. math:: \|\phi(y) - \mu\| = \Bigl(k(y, y) - \tfrac2N \sum_i k(y, x_i)
+        + \tfrac1{N^2} \sum_{ij} K_{ij}\Bigr)^{1/2}
+
+    (the corpus Gram must be positive semi-definite: the distance is undefined otherwise)."""
+
+    _parameter_constraints = {}
+
+    def _fit(self, K: torch.Tensor) -> None:
         check_psd(K, "K_corpus", type(self).__name__)
         c = pow2_scale(K)
         self.mean_norm_sq_ = K.mean() if c == 1.0 else (K * c).mean() / c
-        self.n_corpus_ = K.shape[0]
-        self._device = K.device
-        return self
 
-    def score(self, K_test_corpus, k_test_diag) -> torch.Tensor:
-        """||phi(y) - mu||, Tensor (n_test,)."""
-        Kt, dt = self._test(K_test_corpus, k_test_diag)
+    def _score(self, Kt: torch.Tensor, dt: torch.Tensor) -> torch.Tensor:
         if Kt.shape[0] == 0:
             return dt.clone()
         mu = self.mean_norm_sq_
@@ -141,14 +119,18 @@ class MeanEmbeddingScorer(_GramScorer):
         return dist if c == 1.0 else dist / math.sqrt(c)
 
 
-class OCSVMScorer(_GramScorer):
-    """One-class SVM on the precomputed Gram; score = -decision_function."""
+class OCSVMScorer(GramScorer):
+    r"""One-class SVM (scikit-learn's ``OneClassSVM(kernel="precomputed", nu=nu)``) on the
+    corpus Gram; score :math:`= -\bigl(\sum_i \beta_i k(y, x_i) - \rho\bigr)`, minus its
+    decision function (``diag_test`` is not used)."""
+
+    _parameter_constraints = {"nu": Interval(Real, 0, 1, "right")}
+    requires_diag = False
 
     def __init__(self, nu: float = 0.1):
         self.nu = nu
 
-    def fit(self, K_corpus) -> OCSVMScorer:
-        K = check_corpus_gram(K_corpus, "K_corpus")
+    def _fit(self, K: torch.Tensor) -> None:
         check_psd(K, "K_corpus", type(self).__name__)
         # Grams beyond 2^500 are scaled by a power of two (the decision function scales with
         # the kernel); others are passed as they are
@@ -158,14 +140,8 @@ class OCSVMScorer(_GramScorer):
         self.svm_ = OneClassSVM(kernel="precomputed", nu=self.nu).fit(
             _scaled(K, self._scale).numpy(force=True)
         )
-        self.n_corpus_ = K.shape[0]
-        self._device = K.device
-        return self
 
-    def score(self, K_test_corpus, k_test_diag=None) -> torch.Tensor:
-        """-decision_function of the one-class SVM, Tensor (n_test,)."""
-        self._check_fitted()
-        Kt = check_cross_gram(K_test_corpus, self.n_corpus_, "K_test_corpus", self._device)
+    def _score(self, Kt: torch.Tensor, dt: torch.Tensor | None) -> torch.Tensor:
         if Kt.shape[0] == 0:
             return Kt.new_zeros(0)
         dec = self.svm_.decision_function(

@@ -32,7 +32,8 @@ from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._calibration import conformal_p_values, conformal_threshold, min_corpus_for
-from ._members import SCORERS, Member, MemberSpec, preprocess_mode, robust_scale
+from ._gram_scorer import GramScorer, validate_params
+from ._members import SCORERS, Member, MemberSpec, make_scorer, preprocess_mode, robust_scale
 from ._plot import plot_scores
 
 __all__ = ["KernelNoveltyDetector", "SCORERS"]
@@ -49,10 +50,12 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         normal series alone (:mod:`novelty._auto`: held-out normal series against synthetic
         anomalies), ``selection_`` shows the candidates. A kernel: that kernel with ``scorer``;
         tuned through ``kernel__<param>`` in ``GridSearchCV``.
-    scorer : "knn" (default), "conformance", "mahalanobis" (variance norm), "sse" (spectral
-        support), "sosrep", "mean_embedding", "ocsvm", or "auto" (with an explicit kernel:
-        the scorer is chosen like ``kernel="auto"`` chooses). Ignored when ``kernel`` is None
-        or "auto".
+    scorer : a name of :func:`novelty.scorer_registry`: "knn" (default), "conformance",
+        "mahalanobis" (variance norm), "sse" (spectral support), "sosrep", "mean_embedding",
+        "ocsvm"; an unfitted :class:`novelty.GramScorer` instance (its parameters tuned as
+        ``scorer__<param>`` in ``GridSearchCV``); or "auto" (with an explicit kernel: the
+        scorer is chosen like ``kernel="auto"`` chooses). Ignored when ``kernel`` is None or
+        "auto".
     contamination : float in (0, 0.5], default 0.05. The share of new normal series that
         ``predict`` may flag (a conformal guarantee: at most this, up to O(1/n)). A corpus of
         fewer than ``1/contamination - 1`` series cannot flag anything (a warning says so).
@@ -65,13 +68,24 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         z-score, clip at 5, a zero basepoint. True z-scores per channel (series of any length
         can then be scored); "step" per (time step, channel), the reference protocol's.
     normalize : bool, normalise the kernel in feature space, K(x,y)/sqrt(K(x,x)K(y,y)).
-    scorer_params : dict or None, extra parameters of the scorer (``n_neighbors`` and
-        ``aggregate`` for "knn", ``lam``/``filter`` for "sse", ``lr``/``tol`` for "sosrep",
-        ``nu`` for "ocsvm", ``threshold`` for the variance norm).
+    scorer_params : dict or None, constructor parameters of the named scorer's class
+        (``n_neighbors`` and ``aggregate`` for "knn", ``lam``/``filter`` for "sse",
+        ``lr``/``tol`` for "sosrep", ``nu`` for "ocsvm", ``threshold`` for the variance norm;
+        an ``alpha`` or ``max_rank`` here overrides ``alpha`` / ``rank``). Checked in ``fit``
+        against the class's declared constraints. Not allowed with a scorer instance.
     normal_label : label or None. None (default): ``fit`` ignores ``y`` and every series of X
         is normal. Otherwise ``fit(X, y)`` uses only the series with ``y == normal_label``.
     max_time : float, seconds that ``kernel="auto"`` may spend on selection (default 60).
-    random_state : int, seed of the synthetic anomalies and fold splits of the selection.
+    random_state : int, seed of the synthetic anomalies and fold splits of the selection,
+        and of the approximation's landmarks and calibration set.
+    approximation : None (default, exact Grams), "nystroem" or "features". For large corpora:
+        each member maps the series to ``n_components`` features (Nyström landmarks, or the
+        kernel's explicit / random Fourier features) and its scorer works on them, so the
+        N x N Gram is never formed (:mod:`novelty._approx_member`; README, "Large corpora").
+        A corpus of at most ``n_components`` series is fitted exactly. ``kernel="auto"``
+        selects on a seeded subsample of ``n_components`` series.
+    n_components : int, default 1000, landmarks (or random features) per member.
+    landmarks : "uniform" (default), "kmeans++" or "leverage", the Nyström landmark rule.
 
     Attributes
     ----------
@@ -101,6 +115,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         normal_label=None,
         max_time: float = 60.0,
         random_state: int = 0,
+        approximation: str | None = None,
+        n_components: int = 1000,
+        landmarks: str = "uniform",
     ):
         self.kernel = kernel
         self.scorer = scorer
@@ -113,6 +130,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         self.normal_label = normal_label
         self.max_time = max_time
         self.random_state = random_state
+        self.approximation = approximation
+        self.n_components = n_components
+        self.landmarks = landmarks
 
     # ------------------------------------------------------------------ sklearn API
     def fit(self, X, y=None) -> KernelNoveltyDetector:
@@ -131,7 +151,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         self.n_corpus_ = n
         specs = self._member_specs(Xs, start)
         preprocessors: dict = {}
-        self.members_ = [Member(spec).fit(Xs, preprocessors) for spec in specs]
+        self.members_ = [self._new_member(spec, n).fit(Xs, preprocessors) for spec in specs]
         if len(self.members_) > 1:
             self.scales_ = [robust_scale(m.calibration_) for m in self.members_]
         else:
@@ -203,8 +223,23 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return self.members_[0].preprocessor_
 
     # ------------------------------------------------------------------ internals
+    def _new_member(self, spec: MemberSpec, n: int):
+        if self.approximation is None:
+            return Member(spec)
+        from ._approx_member import make_member
+
+        return make_member(
+            spec, self.approximation, self.n_components, self.landmarks, self.random_state, n
+        )
+
     def _member_specs(self, Xs, start: float) -> list[MemberSpec]:
         from ._auto import default_members, select_members
+
+        if self.approximation is not None and len(Xs) > self.n_components:
+            # the selection compares exact Grams: on a seeded subsample of n_components series
+            rng = np.random.default_rng(self.random_state)
+            keep = np.sort(rng.choice(len(Xs), size=self.n_components, replace=False))
+            Xs = Xs[keep] if isinstance(Xs, np.ndarray) else [Xs[i] for i in keep]
 
         if self.kernel is None:
             return default_members(Xs)
@@ -217,7 +252,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 random_state=self.random_state,
             )
             return specs
-        if self.scorer == "auto":
+        if _is_auto(self.scorer):
             specs, self.selection_ = select_members(
                 Xs,
                 kernels=[self.kernel],
@@ -274,8 +309,12 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return Xs[keep] if isinstance(Xs, np.ndarray) else [Xs[i] for i in keep]
 
     def _check_params(self) -> None:
-        if not (self.scorer in SCORERS or self.scorer == "auto"):
-            raise ValueError(f"`scorer` must be one of {SCORERS} or 'auto', got {self.scorer!r}")
+        named = isinstance(self.scorer, str) and self.scorer in SCORERS
+        if not (named or _is_auto(self.scorer) or isinstance(self.scorer, GramScorer)):
+            raise ValueError(
+                f"`scorer` must be one of {SCORERS}, 'auto' or a GramScorer instance, got "
+                f"{self.scorer!r}"
+            )
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, Real) or not self.alpha > 0:
             raise ValueError(f"`alpha` must be a positive float, got {self.alpha!r}")
         if self.rank is not None and (
@@ -287,12 +326,30 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             raise ValueError(f"`contamination` must be a float in (0, 0.5], got {c!r}")
         if self.scorer_params is not None and not isinstance(self.scorer_params, dict):
             raise ValueError(f"`scorer_params` must be a dict or None, got {self.scorer_params!r}")
-        if self.scorer == "sse" and not self.normalize and self.kernel not in (None, "auto"):
-            raise ValueError("scorer='sse' needs a normalised kernel: set normalize=True")
+        explicit_kernel = self.kernel is not None and not isinstance(self.kernel, str)
+        if explicit_kernel and not _is_auto(self.scorer):
+            # the scorer and its parameters, checked before any Gram is computed
+            scorer = make_scorer(
+                MemberSpec(
+                    kernel=None,
+                    scorer=self.scorer,
+                    alpha=float(self.alpha),
+                    rank=self.rank,
+                    scorer_params=dict(self.scorer_params or {}),
+                )
+            )
+            validate_params(scorer)
+            if scorer.requires_normalized and not self.normalize:
+                name = self.scorer if isinstance(self.scorer, str) else type(self.scorer).__name__
+                raise ValueError(f"scorer={name!r} needs a normalised kernel: set normalize=True")
         t = self.max_time
         if isinstance(t, bool) or not isinstance(t, Real) or not t > 0:
             raise ValueError(f"`max_time` must be a positive number of seconds, got {t!r}")
         preprocess_mode(self.preprocess)
+        if self.approximation is not None:
+            from ._approx_member import check_approximation
+
+            check_approximation(self.approximation, self.n_components, self.landmarks)
         if isinstance(self.random_state, bool) or not isinstance(self.random_state, Integral):
             raise ValueError(f"`random_state` must be an integer, got {self.random_state!r}")
 
@@ -307,6 +364,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         if reset and hasattr(self, "n_features_in_"):
             del self.n_features_in_
         return as_series_collection(X)
+
+
+def _is_auto(scorer) -> bool:
+    return isinstance(scorer, str) and scorer == "auto"
 
 
 def _channels(Xs) -> int:

@@ -6,7 +6,8 @@ A :class:`Member` turns series into novelty scores (higher = more novel):
 1. optional pre-processing fitted on the corpus (:class:`tskernels.transforms.Preprocessor`);
 2. the kernel, fitted on the corpus when its parameters depend on data (GAK's median
    heuristic, the random-convolution features), and the corpus Gram :math:`K`;
-3. a Gram-level scorer fitted on :math:`K`.
+3. a Gram-level scorer (:class:`~novelty._gram_scorer.GramScorer`, named in
+   :func:`~novelty.scorer_registry` or given as an instance) fitted on :math:`K`.
 
 Its calibration scores are held-out scores of the corpus series: leave-one-out for the kNN
 scorer (exact: each series against the others, read off :math:`K`), leave-one-out refits for
@@ -26,14 +27,13 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
-from ._baselines import KNNScorer, MeanEmbeddingScorer, OCSVMScorer
-from ._sosrep import SOSREPScorer
-from ._spectral_support import SpectralSupport
-from ._variance_norm import VarianceNorm
+from ._baselines import KNNScorer
+from ._gram_scorer import GramScorer, scorer_name, scorer_registry
 
 __all__ = ["SCORERS", "MemberSpec", "Member", "make_scorer", "novelty"]
 
-SCORERS = ("conformance", "mahalanobis", "sse", "sosrep", "knn", "mean_embedding", "ocsvm")
+#: The scorer names of :func:`novelty.scorer_registry`, in its order.
+SCORERS = tuple(scorer_registry())
 #: Corpus sizes up to this use leave-one-out refits for the calibration scores, larger ones
 #: CALIBRATION_FOLDS folds (the kNN scorer is always exact leave-one-out).
 LOO_MAX = 50
@@ -45,10 +45,12 @@ CROSS_FIT_LOO_MAX = 20
 
 @dataclass(frozen=True)
 class MemberSpec:
-    """What to fit: an unfitted kernel, a scorer name and its parameters."""
+    """What to fit: an unfitted kernel, a scorer (a name of :func:`novelty.scorer_registry`
+    with ``scorer_params`` its constructor parameters, or an unfitted GramScorer instance) and
+    the variance-norm scorers' ``alpha`` and ``rank`` (their ``max_rank``)."""
 
     kernel: object
-    scorer: str = "knn"
+    scorer: str | GramScorer = "knn"
     alpha: float = 1e-2
     rank: int | None = None
     scorer_params: dict = field(default_factory=dict)
@@ -57,7 +59,7 @@ class MemberSpec:
     name: str = ""
 
     def label(self) -> str:
-        return self.name or f"{type(self.kernel).__name__}+{self.scorer}"
+        return self.name or f"{type(self.kernel).__name__}+{scorer_name(self.scorer)}"
 
 
 def preprocess_mode(preprocess) -> str | None:
@@ -71,32 +73,46 @@ def preprocess_mode(preprocess) -> str | None:
     raise ValueError(f'`preprocess` must be True, False, "channel" or "step", got {preprocess!r}')
 
 
-def make_scorer(spec: MemberSpec, n_corpus: int | None = None):
-    """An unfitted Gram-level scorer for ``spec``; a kNN ``n_neighbors`` above the corpus size
-    ``n_corpus`` (when given) is lowered to it."""
-    params = dict(spec.scorer_params or {})
-    if n_corpus is not None and spec.scorer == "knn" and params.get("n_neighbors", 1) > n_corpus:
-        params["n_neighbors"] = n_corpus
-    if spec.scorer in ("conformance", "mahalanobis"):
-        if spec.rank is not None:
+def make_scorer(spec: MemberSpec, n_corpus: int | None = None) -> GramScorer:
+    """An unfitted GramScorer for ``spec``: a clone of an instance, or the registry's class
+    built with ``scorer_params`` (for the variance-norm scorers, ``alpha`` and ``rank`` of the
+    spec give ``alpha`` and ``max_rank`` unless ``scorer_params`` sets them). A kNN
+    ``n_neighbors`` above the corpus size ``n_corpus`` (when given) is lowered to it."""
+    if isinstance(spec.scorer, GramScorer):
+        if spec.scorer_params:
+            raise ValueError(
+                f"`scorer_params` {spec.scorer_params!r} apply to a scorer given by name; the "
+                f"scorer instance {spec.scorer!r} carries its own parameters (set them on it)"
+            )
+        scorer = clone(spec.scorer)
+    else:
+        registry = scorer_registry()
+        if spec.scorer not in registry:
+            raise ValueError(f"`scorer` must be one of {tuple(registry)}, got {spec.scorer!r}")
+        cls = registry[spec.scorer]
+        params = {}
+        if "alpha" in cls._parameter_constraints:
+            params["alpha"] = float(spec.alpha)
+        if "max_rank" in cls._parameter_constraints and spec.rank is not None:
             params["max_rank"] = int(spec.rank)
-        return VarianceNorm(**params)
-    cls = {
-        "sse": SpectralSupport,
-        "sosrep": SOSREPScorer,
-        "knn": KNNScorer,
-        "mean_embedding": MeanEmbeddingScorer,
-        "ocsvm": OCSVMScorer,
-    }[spec.scorer]
-    return cls(**params)
+        params.update(spec.scorer_params or {})
+        unknown = sorted(set(params) - set(cls._parameter_constraints))
+        if unknown:
+            raise ValueError(
+                f"`scorer_params` has unknown parameter(s) {unknown} for scorer "
+                f"{spec.scorer!r} ({cls.__name__}); its parameters: "
+                f"{sorted(cls._parameter_constraints)}"
+            )
+        scorer = cls(**params)
+    if isinstance(scorer, KNNScorer) and n_corpus is not None:
+        k = scorer.n_neighbors
+        if not isinstance(k, bool) and isinstance(k, (int, np.integer)) and k > n_corpus:
+            scorer.set_params(n_neighbors=n_corpus)
+    return scorer
 
 
-def novelty(spec: MemberSpec, scorer, Kt: torch.Tensor, diag: torch.Tensor) -> torch.Tensor:
-    """The fitted Gram-level scorer's novelty score (higher = more novel)."""
-    if spec.scorer == "conformance":
-        return scorer.conformance(Kt, float(spec.alpha))
-    if spec.scorer == "mahalanobis":
-        return scorer.mahalanobis(Kt, float(spec.alpha))
+def novelty(spec: MemberSpec, scorer: GramScorer, Kt, diag) -> np.ndarray:
+    """The fitted scorer's novelty score (higher = more novel), array (n,)."""
     return scorer.score(Kt, diag)
 
 
@@ -126,13 +142,14 @@ def _calibration_folds(n: int, loo_max: int):
 def held_out_scores(spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
     """Novelty of every corpus series by a scorer fitted without it (see the module doc)."""
     n = K.shape[0]
-    if spec.scorer == "knn" and n >= 2:
-        return _knn_leave_one_out(spec, K, diag)
+    template = make_scorer(spec)
+    if isinstance(template, KNNScorer) and n >= 2:
+        return _knn_leave_one_out(template, K, diag)
     out = np.empty(n)
     for train, test in _calibration_folds(n, LOO_MAX):
         tr, te = torch.from_numpy(train), torch.from_numpy(test)
-        scorer = make_scorer(spec).fit(K[tr][:, tr])
-        out[test] = novelty(spec, scorer, K[te][:, tr], diag[te]).cpu().numpy()
+        scorer = clone(template).fit(K[tr][:, tr])
+        out[test] = novelty(spec, scorer, K[te][:, tr], diag[te])
     return out
 
 
@@ -158,18 +175,21 @@ def cross_fitted_scores(spec: MemberSpec, Z) -> np.ndarray:
         else:
             diag = kernel.diag(Zte)
         scorer = make_scorer(spec, K.shape[0] if spec.name else None).fit(K)
-        out[test] = novelty(spec, scorer, Kt, diag).cpu().numpy()
+        out[test] = novelty(spec, scorer, Kt, diag)
     return out
 
 
-def _knn_leave_one_out(spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
+def _knn_leave_one_out(scorer: KNNScorer, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
     r"""kNN novelty of each corpus series against the other N - 1 (exact leave-one-out):
     the feature-space distances :math:`\sqrt{k(x,x) + k(y,y) - 2k(x,y)}` with the series
-    itself left out, aggregated as the scorer does (k-th nearest, or mean of the k nearest)."""
-    params = dict(spec.scorer_params or {})
+    itself left out, aggregated as the (unfitted) ``scorer`` does (k-th nearest, or mean of the
+    k nearest)."""
+    from ._gram_scorer import validate_params
+
+    validate_params(scorer)
     n = K.shape[0]
-    k = min(int(params.get("n_neighbors", 1)), n - 1)
-    aggregate = params.get("aggregate", "kth")
+    k = min(int(scorer.n_neighbors), n - 1)
+    aggregate = scorer.aggregate
     d2 = diag[:, None] + diag[None, :] - 2.0 * K
     scale = float(diag.abs().max()) + 1.0
     if bool((d2 < -1e-8 * scale).any()):
@@ -227,7 +247,7 @@ class Member:
 
     def novelty(self, X) -> np.ndarray:
         Kt, diag = self.grams(X)
-        return novelty(self.spec, self.scorer_, Kt, diag).cpu().numpy()
+        return novelty(self.spec, self.scorer_, Kt, diag)
 
 
 def robust_scale(c: np.ndarray) -> tuple[float, float]:

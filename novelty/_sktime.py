@@ -67,11 +67,13 @@ class _TskernelsPairwise(BasePairwiseTransformerPanel):
         return _default_kernel() if self.kernel is None else self.kernel
 
     def _needs_fitting(self) -> bool:
-        """Whether the kernel has ``needs_fit`` and is not fitted yet."""
+        """Whether the kernel's ``fit`` is not empty (tag ``fit_is_empty``: data-dependent
+        features, or a data-dependent parameter such as GAK's median-heuristic bandwidth)
+        and it is not fitted yet."""
         from sklearn.exceptions import NotFittedError
         from sklearn.utils.validation import check_is_fitted
 
-        if not self._kernel.needs_fit:
+        if self._kernel.get_tag("fit_is_empty"):
             return False
         try:
             check_is_fitted(self._kernel)

@@ -11,17 +11,19 @@ Fits :math:`f = \sum_i \alpha_i k(x_i, \cdot)` with the package's one natural-gr
 from __future__ import annotations
 
 import warnings
+from numbers import Integral, Real
 
 import torch
 
 from density import sosrep_solve
 
-from ._validation import check_corpus_gram, check_cross_gram, check_int, check_positive
+from ._gram_scorer import GramScorer, Interval, check_fitted, validate_params
+from ._validation import check_cross_gram
 
 __all__ = ["SOSREPScorer"]
 
 
-class SOSREPScorer:
+class SOSREPScorer(GramScorer):
     r"""SOSREP pre-density on a Gram matrix; ``score`` = :math:`-\log f(x)^2` (higher = more
     novel), ``log_density`` = :math:`\log f(x)^2` (higher = more normal).
 
@@ -44,21 +46,24 @@ class SOSREPScorer:
     0.5
     """
 
+    _parameter_constraints = {
+        "lr": Interval(Real, 0, 0.5, "neither"),  # (0, 1/2) keeps alpha positive
+        "max_iter": Interval(Integral, 1, None, "left"),
+        "tol": Interval(Real, 0, None, "neither"),
+        "seed": Interval(Integral, 0, None, "left"),
+    }
+    requires_diag = False
+
     def __init__(self, lr: float = 0.1, max_iter: int = 10_000, tol: float = 1e-6, seed: int = 0):
         self.lr = lr
         self.max_iter = max_iter
         self.tol = tol
         self.seed = seed
 
-    def fit(self, K_corpus) -> SOSREPScorer:
+    def _fit(self, K: torch.Tensor) -> None:
         """Solve for alpha on the corpus Gram (N, N)."""
-        lr = check_positive(self.lr, "lr")
-        if lr >= 0.5:
-            raise ValueError(f"`lr` must be in (0, 1/2) to keep alpha positive, got {self.lr!r}")
-        max_iter = check_int(self.max_iter, "max_iter")
-        tol = check_positive(self.tol, "tol")
-        seed = check_int(self.seed, "seed", minimum=0)
-        K = check_corpus_gram(K_corpus, "K_corpus")
+        lr, tol = float(self.lr), float(self.tol)
+        max_iter, seed = int(self.max_iter), int(self.seed)
         if bool((torch.diagonal(K) <= 0).any()):
             raise ValueError("SOSREP needs K(x, x) > 0 on the corpus; the Gram has a zero diagonal")
         if bool((K < 0).any()):
@@ -67,29 +72,24 @@ class SOSREPScorer:
                 "positivity argument needs an entrywise non-negative kernel (e.g. RBF, "
                 "Laplacian, or a normalised signature kernel)",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,  # the caller of GramScorer.fit
             )
         sol = sosrep_solve(K, lr=lr, max_iter=max_iter, tol=tol, seed=seed)
         self.alpha_ = sol.alpha
         self.n_iter_ = sol.n_iter
         self.converged_ = sol.converged
         self.residual_ = sol.residual
-        self.n_corpus_ = K.shape[0]
-        return self
 
     def log_density(self, K_test_corpus) -> torch.Tensor:
         """log f(x)^2 for each test point, Tensor (n_test,); -inf where f(x) = 0."""
-        if not hasattr(self, "alpha_"):
-            raise RuntimeError("this SOSREPScorer is not fitted yet: call fit(K_corpus) first")
+        check_fitted(self)
+        validate_params(self)
         Kt = check_cross_gram(K_test_corpus, self.n_corpus_, "K_test_corpus", self.alpha_.device)
+        return self._log_density(Kt)
+
+    def _log_density(self, Kt: torch.Tensor) -> torch.Tensor:
         return 2.0 * torch.log(torch.abs(Kt @ self.alpha_))
 
-    def score(self, K_test_corpus, k_test_diag=None) -> torch.Tensor:
-        """Novelty score -log f(x)^2, Tensor (n_test,) (``k_test_diag`` is not used)."""
-        return -self.log_density(K_test_corpus)
-
-    def __repr__(self) -> str:
-        return (
-            f"SOSREPScorer(lr={self.lr!r}, max_iter={self.max_iter!r}, tol={self.tol!r}, "
-            f"seed={self.seed!r})"
-        )
+    def _score(self, Kt: torch.Tensor, dt: torch.Tensor | None) -> torch.Tensor:
+        """Novelty score -log f(x)^2 (``diag_test`` is not used)."""
+        return -self._log_density(Kt)

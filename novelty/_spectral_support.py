@@ -24,21 +24,17 @@ The step :math:`\eta = 1` is valid because a normalised kernel gives
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import torch
 
-from ._validation import (
-    PSD_RTOL,
-    check_corpus_gram,
-    check_cross_gram,
-    check_int,
-    check_positive,
-    check_test_diag,
-)
+from ._gram_scorer import GramScorer, Interval, Options, check_fitted, validate_params
+from ._validation import PSD_RTOL, check_cross_gram, check_int, check_test_diag
 
 __all__ = ["SpectralSupport", "spectral_filter"]
 
 FILTERS = ("tikhonov", "tsvd", "cutoff", "landweber", "nu")
+_ITERATIVE = ("landweber", "nu")
 #: Tolerance on |K(x, x) - 1| for a normalised kernel.
 DIAG_TOL = 1e-8
 
@@ -95,8 +91,9 @@ def _iterations(filter: str, lam: float, iterations: int | None) -> int:
     return max(1, math.ceil(1.0 / math.sqrt(lam)))
 
 
-class SpectralSupport:
-    r"""Spectral support estimator; ``score`` = :math:`1 - F_n(x)` (higher = more novel).
+class SpectralSupport(GramScorer):
+    r"""Spectral support estimator; ``score`` = :math:`1 - F_n(x)` (higher = more novel), with
+    :math:`F_n(x) = \tfrac1n \sum_j g_\lambda(\sigma_j) (u_j^\top k_x)^2` (module docstring).
 
     Parameters
     ----------
@@ -112,7 +109,19 @@ class SpectralSupport:
     >>> sse = SpectralSupport("tikhonov", 1e-3).fit(K)
     >>> [round(v, 6) for v in sse.score(K, torch.ones(3)).tolist()]  # 1 - 1/(1 + 3e-3)
     [0.002991, 0.002991, 0.002991]
+
+    ``sweep(K_test, diag_test, lams)`` scores every :math:`\lambda` from one eigendecomposition
+    (array (n_lam, 1, n_test)).
     """
+
+    _parameter_constraints = {
+        "filter": Options(FILTERS),
+        "lam": Interval(Real, 0, None, "neither"),
+        "iterations": Interval(Integral, 1, None, "left", none=True),
+        "nu": Interval(Real, 0, None, "neither"),
+    }
+    sweep_axis = "lam"
+    requires_normalized = True
 
     def __init__(
         self,
@@ -126,20 +135,17 @@ class SpectralSupport:
         self.iterations = iterations
         self.nu = nu
 
-    def fit(self, K_corpus) -> SpectralSupport:
+    def _fit(self, K: torch.Tensor) -> None:
         """Eigendecompose K_n / n and store the filtered spectrum."""
-        if self.filter not in FILTERS:
-            raise ValueError(f"`filter` must be one of {FILTERS}, got {self.filter!r}")
-        lam = check_positive(self.lam, "lam")
-        check_positive(self.nu, "nu")
+        lam = float(self.lam)
+        n_iterations = None
         if self.filter in ("landweber", "nu"):
-            self.n_iterations_ = _iterations(self.filter, lam, self.iterations)
+            n_iterations = _iterations(self.filter, lam, self.iterations)
         elif self.iterations is not None:
             raise ValueError(
                 f"`iterations` applies to the 'landweber' and 'nu' filters only, but "
                 f"filter={self.filter!r} was given iterations={self.iterations!r}"
             )
-        K = check_corpus_gram(K_corpus, "K_corpus")
         _check_unit(torch.diagonal(K), "K_corpus")
         n = K.shape[0]
         sigma, U = torch.linalg.eigh(K / n)
@@ -148,37 +154,40 @@ class SpectralSupport:
                 f"`K_corpus` is not positive semi-definite: eigenvalue {float(sigma[0]) * n:.3g}"
             )
         sigma = sigma.clamp_min(0.0)  # rounding below zero only (checked above)
-        self.n_corpus_ = n
+        filter_values = spectral_filter(sigma, self.filter, lam, n_iterations, self.nu)
+        if n_iterations is not None:
+            self.n_iterations_ = n_iterations
         self.eigenvalues_ = sigma
         self.eigenvectors_ = U
-        self.filter_values_ = spectral_filter(
-            sigma, self.filter, lam, getattr(self, "n_iterations_", None), self.nu
-        )
-        return self
+        self.filter_values_ = filter_values
 
     def support_function(self, K_test_corpus, k_test_diag) -> torch.Tensor:
         """F_n(x) for each test point, Tensor (n_test,)."""
-        if not hasattr(self, "filter_values_"):
-            raise RuntimeError("this SpectralSupport is not fitted yet: call fit(K_corpus) first")
-        Kt = check_cross_gram(K_test_corpus, self.n_corpus_, "K_test_corpus", self._device)
-        diag = check_test_diag(k_test_diag, Kt.shape[0], "k_test_diag", self._device)
+        check_fitted(self)
+        validate_params(self)
+        device = self.eigenvectors_.device
+        Kt = check_cross_gram(K_test_corpus, self.n_corpus_, "K_test_corpus", device)
+        diag = check_test_diag(k_test_diag, Kt.shape[0], "k_test_diag", device)
+        return self._support(Kt, diag, self.filter_values_)
+
+    def _support(self, Kt: torch.Tensor, diag: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
         _check_unit(diag, "k_test_diag")
         proj = Kt @ self.eigenvectors_
-        return (proj**2 * self.filter_values_).sum(dim=1) / self.n_corpus_
+        return (proj**2 * g).sum(dim=1) / self.n_corpus_
 
-    def score(self, K_test_corpus, k_test_diag) -> torch.Tensor:
-        """Novelty score 1 - F_n(x), Tensor (n_test,)."""
-        return 1.0 - self.support_function(K_test_corpus, k_test_diag)
+    def _score(self, Kt: torch.Tensor, dt: torch.Tensor) -> torch.Tensor:
+        """Novelty score 1 - F_n(x)."""
+        return 1.0 - self._support(Kt, dt, self.filter_values_)
 
-    @property
-    def _device(self) -> torch.device:
-        return self.eigenvectors_.device
-
-    def __repr__(self) -> str:
-        return (
-            f"SpectralSupport(filter={self.filter!r}, lam={self.lam!r}, "
-            f"iterations={self.iterations!r}, nu={self.nu!r})"
-        )
+    def _sweep(self, Kt, dt, values: list, ranks: None) -> torch.Tensor:
+        """1 - F_n for each lambda from the one eigendecomposition: (n_lam, 1, n_test)."""
+        rows = []
+        for lam in values:
+            iterative = self.filter in _ITERATIVE
+            t = _iterations(self.filter, lam, self.iterations) if iterative else None
+            g = spectral_filter(self.eigenvalues_, self.filter, float(lam), t, self.nu)
+            rows.append(1.0 - self._support(Kt, dt, g))
+        return torch.stack(rows)[:, None, :]
 
 
 def _check_unit(diag: torch.Tensor, name: str) -> None:

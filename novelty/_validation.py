@@ -16,7 +16,8 @@ import numpy as np
 import scipy.linalg
 import torch
 
-from tskernels._validation import check_int, check_positive  # noqa: F401  (re-exported)
+from tskernels import validation as _tv
+from tskernels.validation import check_int, check_positive  # noqa: F401  (re-exported)
 
 __all__ = [
     "as_gram",
@@ -38,26 +39,9 @@ PSD_RTOL = 1e-4
 
 
 def as_gram(K, name: str, device: torch.device | None = None) -> torch.Tensor:
-    """A float64 torch tensor from a numpy array or torch tensor; checks it is real and finite."""
-    if isinstance(K, torch.Tensor):
-        t = K.detach()
-    else:
-        arr = np.asarray(K)
-        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)):
-            raise TypeError(f"`{name}` must be a numeric array, got dtype {arr.dtype}")
-        t = torch.from_numpy(np.ascontiguousarray(arr))
-    if t.is_complex():
-        raise TypeError(f"`{name}` must be real-valued, got {t.dtype}")
-    t = t.to(dtype=torch.float64, device=device if device is not None else t.device)
-    bad = ~torch.isfinite(t)
-    if bool(bad.any()):
-        idx = tuple(int(i) for i in torch.nonzero(bad)[0].tolist())
-        raise ValueError(
-            f"`{name}` contains NaN or infinite entries ({int(bad.sum())} of {t.numel()}, first "
-            f"at {idx}); the kernel diverged or the data hold NaN: fix the kernel parameters or "
-            "the data, the scorers never replace such entries"
-        )
-    return t
+    """A float64 torch tensor from a numpy array or torch tensor; checks it is real and finite
+    (:func:`tskernels.validation.as_gram`)."""
+    return _tv.as_gram(K, name=name, device=device)
 
 
 def check_corpus_gram(K, name: str = "K", min_points: int = 2) -> torch.Tensor:

@@ -15,24 +15,37 @@ the corpus to :math:`E_{nm} = p_m(x_n)` with mean :math:`c_m`. With weights
     \mathrm{conformance}(y) = \Bigl(\min_n \sum_{m \le r} w_m (p_m - E_{nm})^2\Bigr)^{1/2}.
 
 Cumulative sums over m give every rank r = 1..M from one pass.
+
+:class:`VarianceNorm` is the shared engine (one fit, both scores, any alphas and ranks);
+:class:`MahalanobisScorer` and :class:`ConformanceScorer` are the two scores as
+:class:`~novelty._gram_scorer.GramScorer` s, with ``alpha`` a constructor parameter and a
+``sweep`` over every (alpha, rank) from one fit.
 """
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 import scipy.linalg
 import torch
+from sklearn.base import BaseEstimator
 
+from ._gram_scorer import GramScorer, Interval, check_fitted, validate_params
 from ._validation import PSD_RTOL, check_alphas, check_corpus_gram, check_cross_gram, check_int
 from ._variance_norm_numba import conformance_sq_all_ranks
 
-__all__ = ["VarianceNorm"]
+__all__ = ["ConformanceScorer", "MahalanobisScorer", "VarianceNorm"]
 
 #: Bytes of the (chunk, M, N) working tensor of the conformance minimum.
 _CONFORMANCE_CHUNK_BYTES = 32 * 2**20
 
 
-class VarianceNorm:
+_THRESHOLD = Interval(Real, 0, None, "left")
+_MAX_RANK = Interval(Integral, 1, None, "left", none=True)
+
+
+class VarianceNorm(BaseEstimator):
     r"""Kernelised Mahalanobis and conformance scores (distances: higher = more novel).
 
     Parameters
@@ -62,19 +75,21 @@ class VarianceNorm:
     True
     """
 
+    _parameter_constraints = {"threshold": _THRESHOLD, "max_rank": _MAX_RANK}
+
     def __init__(self, threshold: float = 1e-10, max_rank: int | None = 50):
         self.threshold = threshold
         self.max_rank = max_rank
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, K_corpus) -> VarianceNorm:
+    def fit(self, K_corpus, y=None) -> VarianceNorm:
         """Centre the corpus Gram (N, N), eigendecompose it and project the corpus."""
-        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)):
-            raise ValueError(f"`threshold` must be a non-negative float, got {self.threshold!r}")
-        if not self.threshold >= 0:
-            raise ValueError(f"`threshold` must be a non-negative float, got {self.threshold!r}")
-        max_rank = None if self.max_rank is None else check_int(self.max_rank, "max_rank")
-        B = check_corpus_gram(K_corpus, "K_corpus")
+        validate_params(self)
+        return self._fit(check_corpus_gram(K_corpus, "K_corpus"))
+
+    def _fit(self, B: torch.Tensor) -> VarianceNorm:
+        """``fit`` on a checked corpus Gram (parameters checked by the caller)."""
+        max_rank = self.max_rank
         N = B.shape[0]
         a = B.mean(dim=0)
         b = a.mean()
@@ -101,19 +116,22 @@ class VarianceNorm:
                 f"no eigenvalue of the centred corpus Gram exceeds threshold={self.threshold:g} "
                 f"(largest {top:.3g}): the corpus points coincide in feature space"
             )
+        eigenvalues = s[:keep].clone()
+        projection = U[:, :keep] / torch.sqrt(N * eigenvalues)[None, :]
+        corpus_projections = _project(B, projection)
         self.n_corpus_ = N
         self.n_components_ = keep
         self.spectrum_ = s
-        self.eigenvalues_ = s[:keep].clone()
-        self.projection_ = U[:, :keep] / torch.sqrt(N * self.eigenvalues_)[None, :]
-        self.corpus_projections_ = self._project(B)
-        self.corpus_mean_ = self.corpus_projections_.mean(dim=0)
+        self.eigenvalues_ = eigenvalues
+        self.projection_ = projection
+        self.corpus_projections_ = corpus_projections
+        self.corpus_mean_ = corpus_projections.mean(dim=0)
         self._device = B.device
         return self
 
     def _project(self, K: torch.Tensor) -> torch.Tensor:
-        """p_m for each row of K (n, N): (K - row mean) @ projection, Tensor (n, M)."""
-        return (K - K.mean(dim=1, keepdim=True)) @ self.projection_
+        """p_m for each row of K (n, N), Tensor (n, M)."""
+        return _project(K, self.projection_)
 
     def transform(self, K_test_corpus) -> torch.Tensor:
         """Projections ``p_m`` of the test points, Tensor (n_test, M)."""
@@ -169,8 +187,8 @@ class VarianceNorm:
 
     # ------------------------------------------------------------------ checks
     def _check_fitted(self) -> None:
-        if not hasattr(self, "projection_"):
-            raise RuntimeError("this VarianceNorm is not fitted yet: call fit(K_corpus) first")
+        check_fitted(self)
+        validate_params(self)
 
     def _check_test(self, K) -> torch.Tensor:
         return check_cross_gram(K, self.n_corpus_, "K_test_corpus", self._device)
@@ -191,8 +209,82 @@ class VarianceNorm:
             )
         return r, False
 
-    def __repr__(self) -> str:
-        return f"VarianceNorm(threshold={self.threshold!r}, max_rank={self.max_rank!r})"
+
+class _VarianceNormScorer(GramScorer):
+    """A variance-norm score as a GramScorer (the subclasses set ``_conformance``)."""
+
+    _conformance = False
+    _parameter_constraints = {
+        "alpha": Interval(Real, 0, None, "neither"),
+        "threshold": _THRESHOLD,
+        "max_rank": _MAX_RANK,
+    }
+    sweep_axis = "alpha"
+    rank_param = "max_rank"
+    requires_diag = False
+
+    def __init__(self, alpha: float = 1e-2, *, threshold: float = 1e-10, max_rank: int | None = 50):
+        self.alpha = alpha
+        self.threshold = threshold
+        self.max_rank = max_rank
+
+    def _fit(self, K: torch.Tensor) -> None:
+        vn = VarianceNorm(threshold=self.threshold, max_rank=self.max_rank)._fit(K)
+        self.variance_norm_ = vn
+        self.n_components_ = vn.n_components_
+
+    def _score(self, Kt: torch.Tensor, dt: torch.Tensor | None) -> torch.Tensor:
+        return self.variance_norm_._score(Kt, float(self.alpha), None, self._conformance)
+
+    def _sweep(self, Kt, dt, values: list, ranks: list[int] | None) -> torch.Tensor:
+        out = self.variance_norm_._score(Kt, values, "all", self._conformance)  # (a, M, n)
+        if ranks is None:
+            return out
+        if self.max_rank is not None and max(ranks) > self.max_rank:
+            raise ValueError(
+                f"`ranks` reach {max(ranks)} but the scorer was fitted with "
+                f"max_rank={self.max_rank}; fit with max_rank >= {max(ranks)} (or None)"
+            )
+        # a rank above the M components kept (eigenvalues above `threshold`) uses all M,
+        # as a fit with max_rank = r would
+        M = self.n_components_
+        idx = torch.tensor([min(int(r), M) - 1 for r in ranks], device=out.device)
+        return out[:, idx]
+
+
+class MahalanobisScorer(_VarianceNormScorer):
+    r"""Kernel Mahalanobis distance to the corpus mean (module docstring),
+
+    .. math:: \Bigl(\sum_{m \le M} \frac{s_m}{(s_m + \alpha)^2} (p_m(y) - c_m)^2\Bigr)^{1/2},
+
+    M the components kept at fit (eigenvalues of the centred, scaled Gram above
+    ``threshold``, at most ``max_rank``). ``diag_test`` is not used. ``sweep`` gives every
+    (alpha, rank) from one fit; ``variance_norm_`` is the fitted :class:`VarianceNorm`.
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(20, 3))
+    >>> s = MahalanobisScorer(alpha=1e-8).fit(X @ X.T)
+    >>> s.score(X[:2] @ X.T).shape, s.sweep(X[:2] @ X.T, None, [1e-8, 1e-2]).shape
+    ((2,), (2, 3, 2))
+    """
+
+
+class ConformanceScorer(_VarianceNormScorer):
+    r"""Conformance score: distance to the nearest corpus point in the variance norm (module
+    docstring),
+
+    .. math:: \Bigl(\min_n \sum_{m \le M} \frac{s_m}{(s_m + \alpha)^2}
+        (p_m(y) - E_{nm})^2\Bigr)^{1/2},
+
+    0 on corpus points. Parameters, ``sweep`` and attributes as :class:`MahalanobisScorer`.
+    """
+
+    _conformance = True
+
+
+def _project(K: torch.Tensor, projection: torch.Tensor) -> torch.Tensor:
+    """(K - row mean) @ projection: p_m for each row of K (n, N), Tensor (n, M)."""
+    return (K - K.mean(dim=1, keepdim=True)) @ projection
 
 
 def _eigh_descending(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,13 +1,13 @@
 """The ADBench harness (experiments.adbench) on small synthetic .npz files: split, run/resume,
 tables and the bandwidth-sensitivity summary."""
 
-import json
 import sqlite3
 
 import numpy as np
 import pytest
 
 from experiments import adbench
+from experiments.adbench._run import ADBenchResult
 
 
 def _write_npz(path, n=300, d=3, frac=0.1, seed=0):
@@ -33,7 +33,7 @@ def test_load_split_is_stratified_and_scaled_on_train(tmp_path):
 def test_load_split_subsamples_to_max_rows(tmp_path, monkeypatch):
     p = tmp_path / "1_toy.npz"
     _write_npz(p, n=400)
-    monkeypatch.setattr(adbench, "MAX_ROWS", 100)
+    monkeypatch.setattr(adbench._data, "MAX_ROWS", 100)
     Xtr, Xte, ytr, yte = adbench.load_split(p, seed=1)
     assert len(Xtr) + len(Xte) == 100
     assert ytr.sum() + yte.sum() == 10  # stratified: 10 % anomalies kept
@@ -80,14 +80,12 @@ def test_fixed_factor_method_fits_at_that_length_scale(tmp_path):
 
 
 def _fake_db(path, table):
-    con = adbench.open_db(path)
-    for (ds, m), aucs in table.items():
-        for s, auc in enumerate(aucs):
-            con.execute(
-                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (ds, m, s, auc, 1.0, 10, 5, 2, None, json.dumps({}), "x", "cpu", 0.0),
-            )
-    con.commit()
+    stamp = {"revision": "x", "device": "cpu", "created": 0.0}
+    with adbench.ADBenchStore(path) as store:
+        for (ds, m), aucs in table.items():
+            rows = [ADBenchResult(ds, m, s, auc, 1.0, 10, 5, 2, None, {}, "cpu")
+                    for s, auc in enumerate(aucs)]  # fmt: skip
+            store.add_results(rows, stamp)
 
 
 def test_table_mean_auc_and_rank(tmp_path):

@@ -245,19 +245,19 @@ def test_stop_request_abandons_a_serial_cell(tmp_path):
     import experiments._runner as runner
 
     calls = []
-    real = runner._dask_entry
+    real = runner.run_cell
 
-    def entry(kind, cell, data, config):
-        calls.append(kind)
+    def entry(cell, data, config):
+        calls.append(cell.kind)
         if len(calls) == 3:
             os.kill(os.getpid(), signal.SIGTERM)  # arrives while "computing"
             time.sleep(5)
             raise AssertionError("the handler did not interrupt the cell")
-        return real(kind, cell, data, config)
+        return real(cell, data, config)
 
     path = tmp_path / "serial.sqlite"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(runner, "_dask_entry", entry)
+        mp.setattr(runner, "run_cell", entry)
         with pytest.raises(runner.RunInterrupted) as info:
             run_benchmark(_opts(path))
     assert info.value.signum == signal.SIGTERM

@@ -148,3 +148,27 @@ def test_single_level_cv_cell_matches_level_differences():
     rows = run_cv_cell(cell, data, dict(CONFIG, folds=2, max_rank=3))
     assert [r["params"] for r in rows] == [params_key({"scale": 1.0}, lv) for lv in (1, 2, 3)]
     assert all(r["error"] is None for r in rows)
+
+
+def test_reference_kernel_grids():
+    """The reference study's kernels (protocol section 2): the order-1 single-level truncated
+    signature kernels with the lifts Linear(scale = s / d) and RBF(sigma sqrt(d)) x amplitude
+    s, levels 1..7; the randomized signature with the activation first; all opt-in."""
+    from experiments._grids import REFERENCE_KERNELS
+
+    grids = PRESETS["paper"].grids
+    assert set(REFERENCE_KERNELS.values()) <= set(grids)
+    for name in ["trunc_sig_linear_order1", "trunc_sig_rbf_order1", "rand_sig_tanh_first"]:
+        assert not grids[name].default
+    assert grids["trunc_sig_rbf_order1"].levels == list(range(1, 8))
+    assert sorted(grids["trunc_sig_rbf_order1"].axes) == ["scale", "sigma"]
+    lin = build_kernel("trunc_sig_linear_order1", {"scale": 2.0}, 4, 10, [1, 3])
+    assert (lin.discretization, lin.levels, lin.level, lin.scale) == ("order1", "single", 3, 1.0)
+    assert lin.static.scale == pytest.approx(2.0 / 4)
+    rbf = build_kernel("trunc_sig_rbf_order1", {"scale": 0.5, "sigma": 2.0}, 4, 10, [2])
+    assert rbf.static.sigma == pytest.approx(2.0 * 2) and rbf.amplitude == 0.5
+    assert (rbf.discretization, rbf.levels, rbf.scale) == ("order1", "single", 1.0)
+    rs = build_kernel("rand_sig_tanh_first", {"features": 10, "variance": 0.1, "seed": 1}, 4, 10)
+    assert rs.activation_first and rs.n_features == 10 and rs.scale == 0.1
+    default, _ = resolve_kernels(None, grids)
+    assert not {"trunc_sig_linear_order1", "rand_sig_tanh_first"} & set(default)

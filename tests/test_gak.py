@@ -176,7 +176,7 @@ def test_median_heuristic_is_reproducible_and_kept():
     from scipy.spatial.distance import pdist
 
     X = _rand(10, 30, seed=14)
-    k = GAK()
+    k = GAK().fit(X)
     K1 = k.gram(X)
     pts = X.reshape(-1, 3)
     idx = np.random.default_rng(0).choice(len(pts), size=300, replace=False)
@@ -189,9 +189,30 @@ def test_median_heuristic_is_reproducible_and_kept():
     k2 = GAK(sigma_factor=2.0).fit(X)
     assert k2.sigma_ == pytest.approx(2.0 * k.sigma_median_)
     k2.set_params(sigma_factor=0.5)
-    k2.gram(X[:2])
     assert k2.sigma_ == pytest.approx(0.5 * k.sigma_median_)
+    torch.testing.assert_close(
+        k2.gram(X[:2]), GAK(sigma=0.5 * k.sigma_median_).gram(X[:2]), rtol=1e-14, atol=0
+    )
     assert not hasattr(clone(k2), "sigma_median_")
+
+
+def test_gram_writes_no_attribute():
+    """Unfitted, ``gram`` computes the median heuristic on its X for that call only: no
+    attribute is written (so a second call on other data uses that data's bandwidth)."""
+    X, Z = _rand(6, 20, seed=30), _rand(5, 20, seed=31, scale=4.0)
+    for k in (GAK(), GAK(normalized=False), GAK(sigma=1.5), GAK(triangular=4)):
+        before = dict(vars(k))
+        k.gram(X)
+        k.gram(X, Z, normalize=True)
+        k.diag(Z)
+        k.log_gram(Z, X)
+        assert vars(k) == before and set(vars(k)) == set(before)
+    k = GAK()
+    torch.testing.assert_close(k.gram(Z), GAK().fit(Z).gram(Z), rtol=0, atol=0)
+    assert not hasattr(k, "sigma_median_")
+    with pytest.raises(AttributeError, match="before fit"):
+        k.sigma_
+    assert not k.__sklearn_is_fitted__() and GAK().fit(X).__sklearn_is_fitted__()
 
 
 @pytest.mark.parametrize(
@@ -270,8 +291,8 @@ def test_wavefront_equals_numba(band, weights):
 def test_class_on_wavefront_path_equals_numba_path(normalized):
     X, Y = _ragged((9, 12, 7, 10, 5), seed=21), _ragged((11, 8, 6), seed=22)
     ref = GAK(sigma=1.6, triangular=6, normalized=normalized)
-    wave = GAK(sigma=1.6, triangular=6, normalized=normalized, max_memory=20_000)
-    wave._force_wavefront = True  # the GPU code path, run on the CPU; small blocks
+    # the GPU code path (torch wavefront), run on the CPU; small blocks
+    wave = GAK(sigma=1.6, triangular=6, normalized=normalized, max_memory=20_000, backend="torch")
     assert wave._block_rows(as_series_batch(X), as_series_batch(Y)) < 5
     for args in ((X,), (X, Y)):
         torch.testing.assert_close(wave.gram(*args), ref.gram(*args), rtol=1e-12, atol=1e-300)

@@ -1,6 +1,7 @@
 """Properties every registered kernel must satisfy (runs over the whole registry).
 
-A kernel that needs fitting (``spec.needs_fit``) is fitted on the test's first batch."""
+A kernel whose ``fit`` is not empty (tag ``fit_is_empty``: learned features, or GAK's
+median-heuristic bandwidth) is fitted on the test's first batch (``spec.fitted_example``)."""
 
 from __future__ import annotations
 
@@ -143,3 +144,30 @@ def test_normalize_rejects_non_positive_diagonal():
     k = tskernels.FlattenedKernel(tskernels.Linear())
     with pytest.raises(NonFiniteKernelError, match=r"K\(x, x\) > 0"):
         k.gram(np.zeros((2, 3, 2)), normalize=True)
+
+
+def test_public_calls_write_no_attribute(spec):
+    """gram, diag and normalised Grams leave the kernel as it was (fitted or not)."""
+    X, Y = _data(4, seed=8), _data(3, seed=9)
+    kernels = [spec.fitted_example(X)] + ([] if spec.needs_fit else [spec.example()])
+    for k in kernels:
+        before = dict(vars(k))
+        k.gram(X)
+        k.gram(X, Y, normalize=True)
+        k.diag(Y)
+        assert set(vars(k)) == set(before)
+        assert all(vars(k)[key] is v for key, v in before.items())
+
+
+def test_tags_match_behaviour(spec):
+    """The tags say what the kernel does: fit_is_empty kernels are fitted from the start,
+    the others only after fit (needs_fit ones refuse gram before it)."""
+    k = spec.example()
+    X = _data(4)
+    assert k.__sklearn_is_fitted__() is (
+        bool(k.get_tag("fit_is_empty")) or not k.get_tag("needs_fit") and k._is_fitted()
+    )
+    if k.get_tag("needs_fit"):
+        with pytest.raises(ValueError, match="fit"):
+            k.gram(X)
+    assert spec.fitted_example(X).__sklearn_is_fitted__()

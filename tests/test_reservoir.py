@@ -70,8 +70,7 @@ def test_torch_path_equals_numba_path():
 def test_class_on_torch_path_equals_numba_path():
     X, Y = _ragged((5, 9, 2, 7, 40), seed=13), _ragged((8, 3, 36), seed=14)
     ref = VolterraReservoirKernel(0.5, 0.8)
-    tor = VolterraReservoirKernel(0.5, 0.8, block_size=2)
-    tor._force_torch = True  # the GPU code path, run on the CPU
+    tor = VolterraReservoirKernel(0.5, 0.8, block_size=2, backend="torch")  # the GPU path
     for args in ((X,), (X, Y)):
         torch.testing.assert_close(tor.gram(*args), ref.gram(*args), rtol=1e-13, atol=0)
 

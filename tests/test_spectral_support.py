@@ -139,7 +139,7 @@ def test_landweber_top_eigenvalue_at_one_within_rounding():
     # the filter must stay finite, (1 - 0^t)/1 = 1, and corpus points get F = 1.
     K = np.ones((7, 7))
     sse = SpectralSupport("landweber", 0.1).fit(K)
-    scores = sse.score(K[:3], np.ones(3))
+    scores = torch.as_tensor(sse.score(K[:3], np.ones(3)))
     assert torch.isfinite(scores).all()
     torch.testing.assert_close(scores, torch.zeros(3, dtype=torch.float64), atol=1e-12, rtol=0)
     with pytest.raises(ValueError, match="eigenvalues of K/n"):

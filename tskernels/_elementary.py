@@ -9,21 +9,14 @@ from __future__ import annotations
 import torch
 
 from ._base import Kernel
-from ._static import RBF, StaticKernel
-from ._validation import SeriesBatch, check_int
+from ._params import optional
+from ._static import RBF, StaticKernel, check_optional_static
+from .validation import SeriesBatch, check_int
 
 __all__ = ["DEFAULT_N_GRID", "FlattenedKernel", "IntegralKernel", "resample_linear"]
 
 #: Grid of the integral kernel when the series of a call have unequal lengths.
 DEFAULT_N_GRID = 100
-
-
-def _check_static(static) -> None:
-    if not isinstance(static, StaticKernel):
-        raise TypeError(
-            f"`static` must be a StaticKernel (Linear, RBF, Polynomial, Laplacian), got {static!r}"
-        )
-    static.check_params()  # its parameters, at every use
 
 
 class FlattenedKernel(Kernel):
@@ -37,23 +30,32 @@ class FlattenedKernel(Kernel):
     [[6.0, 6.0], [6.0, 6.0]]
     """
 
+    _parameter_constraints = {"static": check_optional_static}
+
     def __init__(
         self,
         static: StaticKernel | None = None,
         *,
+        backend="auto",
+        n_jobs=None,
         device=None,
         dtype=None,
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        super().__init__(
+            backend=backend,
+            n_jobs=n_jobs,
+            device=device,
+            dtype=dtype,
+            max_memory=max_memory,
+            block_size=block_size,
+        )
         self.static = static
 
     @property
     def _static(self) -> StaticKernel:
-        static = RBF() if self.static is None else self.static
-        _check_static(static)
-        return static
+        return RBF() if self.static is None else self.static
 
     def _pair_bytes(self, X, Y):
         return 4 * self._itemsize
@@ -126,27 +128,38 @@ class IntegralKernel(Kernel):
     matters.
     """
 
-    supports_unequal_length = True
+    _tags = {"unequal_length": True}
+    _parameter_constraints = {
+        "static": check_optional_static,
+        "n_grid": optional(check_int),
+    }
 
     def __init__(
         self,
         static: StaticKernel | None = None,
         *,
         n_grid: int | None = None,
+        backend="auto",
+        n_jobs=None,
         device=None,
         dtype=None,
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        super().__init__(
+            backend=backend,
+            n_jobs=n_jobs,
+            device=device,
+            dtype=dtype,
+            max_memory=max_memory,
+            block_size=block_size,
+        )
         self.static = static
         self.n_grid = n_grid
 
     @property
     def _static(self) -> StaticKernel:
-        static = RBF() if self.static is None else self.static
-        _check_static(static)
-        return static
+        return RBF() if self.static is None else self.static
 
     def _pair_bytes(self, X, Y):
         return 3 * max(X.length, Y.length) * self._itemsize
@@ -154,7 +167,7 @@ class IntegralKernel(Kernel):
     def _assemble(self, X, Y):
         # Resample once for the whole call (not per block).
         if self.n_grid is not None:
-            T = check_int(self.n_grid, "n_grid", minimum=1)
+            T = int(self.n_grid)
             return super()._assemble(
                 self._on_grid(X, T), None if Y is None else self._on_grid(Y, T)
             )
@@ -194,7 +207,7 @@ class IntegralKernel(Kernel):
 
     def _diag(self, X: SeriesBatch) -> torch.Tensor:
         if self.n_grid is not None:
-            X = self._on_grid(X, check_int(self.n_grid, "n_grid", minimum=1))
+            X = self._on_grid(X, int(self.n_grid))
         if X.equal_length:
             w = _trapezoid_weights(X.length, X.values.dtype, X.values.device)
             return self._static.self_values(X.values) @ w

@@ -9,7 +9,6 @@ register(
         "flat_linear",
         FlattenedKernel,
         lambda: FlattenedKernel(Linear()),
-        False,
         description="linear kernel on the flattened series",
     )
 )
@@ -18,7 +17,6 @@ register(
         "flat_rbf",
         FlattenedKernel,
         lambda: FlattenedKernel(RBF(10.0)),
-        False,
         description="RBF on the flattened series",
     )
 )
@@ -27,7 +25,6 @@ register(
         "flat_poly",
         FlattenedKernel,
         lambda: FlattenedKernel(Polynomial(2, 1.0, 0.01)),
-        False,
         description="polynomial kernel on the flattened series",
     )
 )
@@ -36,7 +33,6 @@ register(
         "integral_rbf",
         IntegralKernel,
         lambda: IntegralKernel(RBF(2.0)),
-        True,
         description="time integral of a static RBF",
     )
 )
@@ -45,7 +41,6 @@ register(
         "integral_poly",
         IntegralKernel,
         lambda: IntegralKernel(Polynomial(2, 1.0, 0.2)),
-        True,
         description="time integral of a static polynomial kernel",
     )
 )

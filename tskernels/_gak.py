@@ -7,19 +7,15 @@ anti-diagonals for a block of pairs (``_gak_torch``).
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
-from numbers import Integral
 
-import numba
 import numpy as np
 import torch
-from scipy.spatial.distance import pdist
 
-from . import _gak_numba
 from ._base import DEFAULT_MAX_MEMORY, Kernel
 from ._gak_torch import log_gak_wavefront
+from ._params import optional
 from ._registry import KernelSpec, register
-from ._validation import SeriesBatch, check_channels, check_positive
+from .validation import SeriesBatch, check_bool, check_int, check_positive
 
 __all__ = ["GlobalAlignmentKernel", "GAK", "gak_median_sigma"]
 
@@ -31,6 +27,8 @@ def gak_median_sigma(X: SeriesBatch, random_state: int | None = 0) -> float:
     """Median heuristic: median Euclidean distance between up to 500 time points sampled
     (without replacement, seeded) from all time points of the batch, times sqrt(T) with T the
     median series length."""
+    from scipy.spatial.distance import pdist  # scipy.spatial: imported on first use
+
     lengths = X.lengths.cpu().numpy()
     values = X.values.detach().cpu().double().numpy()
     points = np.concatenate([values[i, :L] for i, L in enumerate(lengths)])
@@ -64,21 +62,6 @@ def _numpy_batch(X: SeriesBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return V, VT, X.lengths.cpu().numpy().astype(np.int64), R
 
 
-@contextmanager
-def _numba_threads(n_jobs):
-    if n_jobs is None:
-        yield
-        return
-    cap = numba.config.NUMBA_NUM_THREADS
-    n = cap if n_jobs == -1 else min(int(n_jobs), cap)
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
-
-
 class GlobalAlignmentKernel(Kernel):
     r"""Global alignment kernel: the sum over all monotone alignments of products of a local
     kernel,
@@ -96,9 +79,11 @@ class GlobalAlignmentKernel(Kernel):
     ----------
     sigma : float or None
         Bandwidth. ``None``: ``sigma_factor`` times the median heuristic (median distance
-        between 500 seeded sampled time points, times sqrt(median length)), computed on the
-        first batch the kernel sees (``fit(X)``, or the ``X`` of the first ``gram``/``diag``
-        call) and kept in ``sigma_median_``; ``sigma_`` holds the bandwidth last used.
+        between 500 seeded sampled time points, times sqrt(median length)). ``fit(X)`` computes
+        it on ``X`` and keeps it in ``sigma_median_``; a fitted kernel uses it for every call.
+        An unfitted kernel computes it on the ``X`` of each ``gram``/``diag``/``log_gram``
+        call, for that call only: ``gram`` never writes an attribute. ``sigma_`` (fitted, or
+        ``sigma`` given) is the bandwidth in use.
     triangular : int or None
         Band: only alignments with :math:`|i - j| < t` count (``None``: no band). Pairs with
         :math:`|T_x - T_y| \ge t` get kernel 0.
@@ -117,8 +102,10 @@ class GlobalAlignmentKernel(Kernel):
         kernel positive definite (a hard band need not be).
     random_state : int or None, default 0
         Seed of the median-heuristic sample.
-    n_jobs : int or None
-        Numba threads on the CPU path (None: numba's current setting, -1: all).
+    backend : "auto" (numba on the CPU, the torch wavefront on CUDA), "numba" or "torch"
+        (the torch wavefront on any device).
+    n_jobs : None, -1 or int > 0
+        Threads (numba's on the CPU path; None: the current setting, -1: all).
 
     >>> import numpy as np
     >>> X = np.array([[1.0, 2, 2, 3], [1, 2, 3, 4]])[..., None]
@@ -126,9 +113,20 @@ class GlobalAlignmentKernel(Kernel):
     0.656297
     """
 
-    supports_unequal_length = True
-    #: Use the torch wavefront on the CPU too (tests of the GPU code path).
-    _force_wavefront: bool = False
+    _tags = {
+        "unequal_length": True,
+        "backends": ("numba", "torch"),
+        "fit_is_empty": False,
+        "log_space": True,
+    }
+    _parameter_constraints = {
+        "sigma": optional(check_positive),
+        "triangular": optional(check_int),
+        "sigma_factor": check_positive,
+        "normalized": check_bool,
+        "triangular_weights": check_bool,
+        "random_state": optional(lambda v, name: check_int(v, name, minimum=0)),
+    }
     _divergence_hint = (
         "Raw GAK values overflow float64 for long series (they grow like (3+2*sqrt(2))^T) "
         "and underflow for series far apart on the scale of sigma: use normalized=True (the "
@@ -145,66 +143,68 @@ class GlobalAlignmentKernel(Kernel):
         triangular_weights: bool = False,
         random_state: int | None = 0,
         n_jobs: int | None = None,
+        backend="auto",
         device=None,
         dtype=None,
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        super().__init__(
+            backend=backend,
+            n_jobs=n_jobs,
+            device=device,
+            dtype=dtype,
+            max_memory=max_memory,
+            block_size=block_size,
+        )
         self.sigma = sigma
         self.triangular = triangular
         self.sigma_factor = sigma_factor
         self.normalized = normalized
         self.triangular_weights = triangular_weights
         self.random_state = random_state
-        self.n_jobs = n_jobs
-        self._check_options()
+        self._check_parameters()
 
     # ------------------------------------------------------------------ options
-    def _check_options(self) -> None:
-        if self.sigma is not None:
-            check_positive(self.sigma, "sigma")
-            if self.sigma_factor != 1.0:
-                raise ValueError(
-                    f"`sigma_factor` ({self.sigma_factor!r}) scales the median heuristic and "
-                    f"applies only with sigma=None, but `sigma` = {self.sigma!r} was given"
-                )
-        check_positive(self.sigma_factor, "sigma_factor")
-        t = self.triangular
-        if t is not None and (isinstance(t, bool) or not isinstance(t, Integral) or t < 1):
-            raise ValueError(f"`triangular` must be None or an integer >= 1, got {t!r}")
-        if self.triangular_weights and t is None:
-            raise ValueError("`triangular_weights=True` needs a band: set `triangular` too")
-        if not isinstance(self.normalized, (bool, np.bool_)):
-            raise ValueError(f"`normalized` must be True or False, got {self.normalized!r}")
-        if self.n_jobs is not None and (
-            isinstance(self.n_jobs, bool)
-            or not isinstance(self.n_jobs, Integral)
-            or (self.n_jobs < 1 and self.n_jobs != -1)
-        ):
+    def _check_parameters(self) -> None:
+        super()._check_parameters()
+        if self.sigma is not None and self.sigma_factor != 1.0:
             raise ValueError(
-                f"`n_jobs` must be None, -1 or a positive integer, got {self.n_jobs!r}"
+                f"`sigma_factor` ({self.sigma_factor!r}) scales the median heuristic and "
+                f"applies only with sigma=None, but `sigma` = {self.sigma!r} was given"
             )
+        if self.triangular_weights and self.triangular is None:
+            raise ValueError("`triangular_weights=True` needs a band: set `triangular` too")
 
-    def fit(self, X, y=None) -> GlobalAlignmentKernel:
-        """Fix the bandwidth on ``X`` (median heuristic when ``sigma=None``); returns self."""
-        self._check_options()
-        batch = self._check_input(X, "X")
+    def _fit(self, X: SeriesBatch) -> None:
+        """The median heuristic on ``X`` (when ``sigma=None``), kept in ``sigma_median_``."""
         if self.sigma is None:
-            self.sigma_median_ = gak_median_sigma(batch, self.random_state)
-        self._resolve_sigma(batch)
-        return self
+            self.sigma_median_ = gak_median_sigma(X, self.random_state)
 
-    def _resolve_sigma(self, X: SeriesBatch) -> float:
-        self._check_options()
+    def _is_fitted(self) -> bool:
+        return self.sigma is not None or "sigma_median_" in self.__dict__
+
+    def _bound(self, X: SeriesBatch) -> GlobalAlignmentKernel:
+        if self._is_fitted():
+            return self
+        # unfitted, data-dependent sigma: the median heuristic of this call's X, on a copy
+        return self._copy_with(sigma_median_=gak_median_sigma(X, self.random_state))
+
+    @property
+    def sigma_(self) -> float:
+        """The bandwidth in use: ``sigma``, or ``sigma_factor`` times the fitted median
+        heuristic (AttributeError before ``fit`` when ``sigma=None``)."""
         if self.sigma is not None:
-            sigma = float(self.sigma)
-        else:
-            if not hasattr(self, "sigma_median_"):
-                self.sigma_median_ = gak_median_sigma(X, self.random_state)
-            sigma = float(self.sigma_factor) * self.sigma_median_
-        self.sigma_ = sigma
-        return sigma
+            return float(self.sigma)
+        if "sigma_median_" not in self.__dict__:
+            raise AttributeError(
+                "sigma_: GlobalAlignmentKernel(sigma=None) has no bandwidth before fit(X)"
+            )
+        return float(self.sigma_factor) * self.sigma_median_
+
+    @property
+    def _normalized_kernel(self) -> bool:
+        return bool(self.normalized)
 
     def _weights(self, T: int) -> tuple[np.ndarray, int]:
         w = np.ones(max(T, 1))
@@ -220,12 +220,10 @@ class GlobalAlignmentKernel(Kernel):
     def log_gram(self, X, Y=None) -> torch.Tensor:
         """log of the raw kernel, Tensor (n_X, n_Y), finite at any length (-inf where the
         band excludes every alignment)."""
-        Xb = self._check_input(X, "X")
-        Yb = None if Y is None else self._check_input(Y, "Y")
-        if Yb is not None:
-            check_channels(Xb, Yb)
-        self._resolve_sigma(Xb)
-        return self._log_block(Xb, Xb if Yb is None else Yb, Yb is None).to(self._dtype)
+        k, Xb, Yb = self._prepare(X, Y)
+        with k._threads():
+            L = k._assemble_blocks(Xb, Yb, k._log_gram_block, torch.float64)
+        return L.to(self._dtype)
 
     def _on_sigma_scale(self, sigma: float, *batches: SeriesBatch):
         """(batches, sigma) rescaled together by a power of two when sigma is extreme (the
@@ -244,35 +242,56 @@ class GlobalAlignmentKernel(Kernel):
             return batches, sigma
         return tuple(SeriesBatch(b.values * c, b.lengths) for b in batches), sigma * c
 
-    def _log_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
-        (X, Y), sigma = self._on_sigma_scale(self._resolve_sigma(X), X, Y)
-        inv2s2 = 1.0 / (2.0 * sigma * sigma)
+    def _log_gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
+        (X, Y), sigma = self._on_sigma_scale(self.sigma_, X, Y)
         w, band = self._weights(max(X.length, Y.length))
-        if self._device.type == "cpu" and not self._force_wavefront:
-            VX, VXT, LX, RX = _numpy_batch(X)
-            weighted = bool(self.triangular_weights)
-            with _numba_threads(self.n_jobs):
-                if band == 0 and not weighted:  # pairs in SIMD lanes
-                    if symmetric:
-                        ii, jj = np.triu_indices(X.n)
-                        VY, VYT, LY, RY = VX, VXT, LX, RX
-                    else:
-                        VY, VYT, LY, RY = _numpy_batch(Y)
-                        ii, jj = np.divmod(np.arange(X.n * Y.n), Y.n)
-                    vals = np.empty(len(ii))
-                    _gak_numba.log_gak_pairs(
-                        VX, VXT, LX, RX, VY, VYT, LY, RY, ii, jj, inv2s2, w, vals
-                    )
-                    out = np.empty((X.n, Y.n))
-                    out[ii, jj] = vals
-                    if symmetric:
-                        out[jj, ii] = vals
-                elif symmetric:
-                    out = _gak_numba.log_gak_sym(VX, VXT, LX, RX, inv2s2, w, weighted, band)
-                else:
-                    _, VYT, LY, RY = _numpy_batch(Y)
-                    out = _gak_numba.log_gak_xy(VX, LX, RX, VYT, LY, RY, inv2s2, w, weighted, band)
-            return torch.from_numpy(out)  # float64: cast after normalising
+        return self._dispatch("log_block")(X, Y, symmetric, 1.0 / (2.0 * sigma * sigma), w, band)
+
+    def _log_diag(self, X: SeriesBatch) -> torch.Tensor:
+        (X,), sigma = self._on_sigma_scale(self.sigma_, X)
+        w, band = self._weights(X.length)
+        return self._dispatch("log_diag")(X, 1.0 / (2.0 * sigma * sigma), w, band)
+
+    # ------------------------------------------------------------------ entry points
+    def _log_block_numba(self, X, Y, symmetric, inv2s2, w, band) -> torch.Tensor:
+        from . import _gak_numba
+
+        VX, VXT, LX, RX = _numpy_batch(X)
+        weighted = bool(self.triangular_weights)
+        if band == 0 and not weighted:  # pairs in SIMD lanes
+            if symmetric:
+                ii, jj = np.triu_indices(X.n)
+                VY, VYT, LY, RY = VX, VXT, LX, RX
+            else:
+                VY, VYT, LY, RY = _numpy_batch(Y)
+                ii, jj = np.divmod(np.arange(X.n * Y.n), Y.n)
+            vals = np.empty(len(ii))
+            _gak_numba.log_gak_pairs(VX, VXT, LX, RX, VY, VYT, LY, RY, ii, jj, inv2s2, w, vals)
+            out = np.empty((X.n, Y.n))
+            out[ii, jj] = vals
+            if symmetric:
+                out[jj, ii] = vals
+        elif symmetric:
+            out = _gak_numba.log_gak_sym(VX, VXT, LX, RX, inv2s2, w, weighted, band)
+        else:
+            _, VYT, LY, RY = _numpy_batch(Y)
+            out = _gak_numba.log_gak_xy(VX, LX, RX, VYT, LY, RY, inv2s2, w, weighted, band)
+        return torch.from_numpy(out)  # float64: cast after normalising
+
+    def _log_diag_numba(self, X, inv2s2, w, band) -> torch.Tensor:
+        from . import _gak_numba
+
+        V, VT, L, R = _numpy_batch(X)
+        weighted = bool(self.triangular_weights)
+        if band == 0 and not weighted:  # pairs in SIMD lanes
+            idx = np.arange(X.n)
+            out = np.empty(X.n)
+            _gak_numba.log_gak_pairs(V, VT, L, R, V, VT, L, R, idx, idx, inv2s2, w, out)
+        else:
+            out = _gak_numba.log_gak_diag(V, VT, L, R, inv2s2, w, weighted, band)
+        return torch.from_numpy(out)
+
+    def _log_block_torch(self, X, Y, symmetric, inv2s2, w, band) -> torch.Tensor:
         log_w = torch.from_numpy(np.log(w)).to(device=X.values.device, dtype=X.values.dtype)
         rows = max(1, self._wavefront_budget() // max(1, self._wavefront_pair_bytes(X, Y) * Y.n))
         parts = [
@@ -289,24 +308,9 @@ class GlobalAlignmentKernel(Kernel):
         ]
         return torch.cat(parts) if len(parts) > 1 else parts[0]
 
-    def _log_diag(self, X: SeriesBatch) -> torch.Tensor:
-        (X,), sigma = self._on_sigma_scale(self._resolve_sigma(X), X)
-        w, band = self._weights(X.length)
-        if self._device.type == "cpu" and not self._force_wavefront:
-            V, VT, L, R = _numpy_batch(X)
-            inv2s2 = 1.0 / (2.0 * sigma * sigma)
-            weighted = bool(self.triangular_weights)
-            with _numba_threads(self.n_jobs):
-                if band == 0 and not weighted:  # pairs in SIMD lanes
-                    idx = np.arange(X.n)
-                    out = np.empty(X.n)
-                    _gak_numba.log_gak_pairs(V, VT, L, R, V, VT, L, R, idx, idx, inv2s2, w, out)
-                else:
-                    out = _gak_numba.log_gak_diag(V, VT, L, R, inv2s2, w, weighted, band)
-            return torch.from_numpy(out)
+    def _log_diag_torch(self, X, inv2s2, w, band) -> torch.Tensor:
         log_w = torch.from_numpy(np.log(w)).to(device=X.values.device, dtype=X.values.dtype)
         rows = max(1, self._wavefront_budget() // max(1, self._wavefront_pair_bytes(X, X)))
-        inv2s2 = 1.0 / (2.0 * sigma * sigma)
         parts = [
             log_gak_wavefront(V, L, V, L, inv2s2, log_w, band, paired=True)
             for V, L in (
@@ -316,24 +320,16 @@ class GlobalAlignmentKernel(Kernel):
         return torch.cat(parts)
 
     # ------------------------------------------------------------------ Kernel interface
-    def _assemble(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
-        self._resolve_sigma(X)
-        return super()._assemble(X, Y)
-
     def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
-        log_k = self._log_block(X, Y, symmetric)
-        if not self.normalized:
-            return torch.exp(log_k).to(self._dtype)
-        if symmetric:
-            lx = ly = torch.diagonal(log_k)
-        else:
-            lx, ly = self._log_diag(X), self._log_diag(Y)
-        return torch.exp(log_k - 0.5 * lx[:, None] - 0.5 * ly[None, :]).to(self._dtype)
+        """The kernel of a block (``gram`` of a normalised GAK never comes here: it goes
+        through the base class's log-space normalisation, the only one)."""
+        if self.normalized:
+            return self._gram_from_logs(X, None if symmetric else Y)
+        return torch.exp(self._log_gram_block(X, Y, symmetric)).to(self._dtype)
 
     def _diag(self, X: SeriesBatch) -> torch.Tensor:
         if self.normalized:
             return torch.ones(X.n, dtype=self._dtype, device=self._device)
-        self._resolve_sigma(X)
         return torch.exp(self._log_diag(X)).to(self._dtype)
 
     def _wavefront_pair_bytes(self, X: SeriesBatch, Y: SeriesBatch) -> int:
@@ -344,7 +340,7 @@ class GlobalAlignmentKernel(Kernel):
         return DEFAULT_MAX_MEMORY if self.max_memory is None else int(self.max_memory)
 
     def _pair_bytes(self, X: SeriesBatch, Y: SeriesBatch) -> int:
-        if self._device.type == "cpu" and not self._force_wavefront:
+        if self._backend == "numba":
             return 2 * self._itemsize  # numba: per-thread row buffers; only the output per pair
         return self._wavefront_pair_bytes(X, Y)
 
@@ -357,8 +353,6 @@ register(
         "gak",
         GlobalAlignmentKernel,
         lambda: GlobalAlignmentKernel(),
-        unequal_length=True,
-        gpu=True,
         description="global alignment kernel (normalised, median-heuristic sigma)",
     )
 )

@@ -9,16 +9,14 @@ Gram-level scorer applies to ROCKET-type features.
 from __future__ import annotations
 
 import warnings
-from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.utils.validation import check_is_fitted
 
 from ._base import DEFAULT_MAX_MEMORY, Kernel
 from ._registry import KernelSpec, register
-from ._static import RBF, Linear, StaticKernel
-from ._validation import SeriesBatch, as_series_batch, check_int
+from ._static import RBF, Linear, StaticKernel, check_optional_static
+from .validation import SeriesBatch, as_series_batch, check_bool, check_int, check_option
 
 __all__ = ["RandomConvolutionKernel"]
 
@@ -99,8 +97,9 @@ class RandomConvolutionKernel(Kernel):
         Yeo-Johnson then standardisation (True) or standardisation only (False).
     seed : int, default 0
         sktime's ``random_state`` (0 <= seed < 2**31): the same features for the same seed.
-    n_jobs : int, default 1
-        sktime's ``n_jobs`` (numba threads of the transform; -1: all cores).
+    n_jobs : None (default), -1 or int > 0
+        Threads: sktime's ``n_jobs`` of the transform (None: sktime's default, 1) and torch's
+        for the Gram (None: the current setting); -1: all cores.
 
     Attributes (after ``fit``)
     --------------------------
@@ -118,8 +117,14 @@ class RandomConvolutionKernel(Kernel):
     ((10, 84), (3, 3))
     """
 
-    supports_unequal_length = True
-    needs_fit = True
+    _tags = {"unequal_length": True, "needs_fit": True, "fit_is_empty": False}
+    _parameter_constraints = {
+        "transform": lambda v, name: check_option(v, name, sorted(MIN_LENGTH)),
+        "n_kernels": check_int,
+        "static": check_optional_static,
+        "power_transform": check_bool,
+        "seed": lambda v, name: check_int(v, name, minimum=0),
+    }
     _divergence_hint = (
         "The features or the static kernel overflowed: use power_transform=False or a "
         "static kernel that fits the scale of the features."
@@ -132,50 +137,42 @@ class RandomConvolutionKernel(Kernel):
         static: StaticKernel | None = None,
         power_transform: bool = True,
         seed: int = 0,
-        n_jobs: int = 1,
+        n_jobs: int | None = None,
         *,
+        backend="auto",
         device=None,
         dtype=None,
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        super().__init__(
+            backend=backend,
+            n_jobs=n_jobs,
+            device=device,
+            dtype=dtype,
+            max_memory=max_memory,
+            block_size=block_size,
+        )
         self.transform = transform
         self.n_kernels = n_kernels
         self.static = static
         self.power_transform = power_transform
         self.seed = seed
-        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ options
-    def _check_options(self) -> None:
-        if self.transform not in MIN_LENGTH:
-            raise ValueError(
-                f"`transform` must be one of {sorted(MIN_LENGTH)}, got {self.transform!r}"
-            )
-        check_int(self.n_kernels, "n_kernels")
-        if self.static is not None and not isinstance(self.static, StaticKernel):
-            raise TypeError(
-                "`static` must be None or a StaticKernel (Linear, RBF, Polynomial, Laplacian), "
-                f"got {self.static!r}"
-            )
-        if not isinstance(self.power_transform, (bool, np.bool_)):
-            raise ValueError(
-                f"`power_transform` must be True or False, got {self.power_transform!r}"
-            )
-        check_int(self.seed, "seed", minimum=0)
+    def _check_parameters(self) -> None:
+        super()._check_parameters()
         if self.seed > _MAX_SEED:
             raise ValueError(f"`seed` must be below 2**31 (sktime's int32), got {self.seed}")
-        n_jobs = self.n_jobs
-        if (
-            isinstance(n_jobs, bool)
-            or not isinstance(n_jobs, Integral)
-            or not (n_jobs >= 1 or n_jobs == -1)
-        ):
-            raise ValueError(f"`n_jobs` must be -1 or a positive integer, got {n_jobs!r}")
 
-    def __sklearn_is_fitted__(self) -> bool:
-        return hasattr(self, "transformer_")
+    def _is_fitted(self) -> bool:
+        return "transformer_" in self.__dict__
+
+    def _check_fitted(self) -> None:
+        if not self._is_fitted():
+            from sklearn.exceptions import NotFittedError  # only when raising
+
+            raise NotFittedError(_NOT_FITTED)
 
     def _check_params(self, d: int) -> None:
         if hasattr(self, "n_channels_") and d != self.n_channels_:
@@ -192,7 +189,9 @@ class RandomConvolutionKernel(Kernel):
             MultiRocketMultivariate,
         )
 
-        opts = dict(num_kernels=int(self.n_kernels), n_jobs=int(self.n_jobs))
+        opts = dict(
+            num_kernels=int(self.n_kernels), n_jobs=1 if self.n_jobs is None else int(self.n_jobs)
+        )
         opts["random_state"] = int(self.seed)  # sktime checks isinstance(seed, int)
         if self.transform == "multirocket":
             return MultiRocketMultivariate(**opts)
@@ -207,7 +206,7 @@ class RandomConvolutionKernel(Kernel):
 
         from ._yeo_johnson import YeoJohnson
 
-        self._check_options()
+        self._check_parameters()
         batch = as_series_batch(X, name="X", dtype=self._dtype, device=self._device)
         if self.transform == "multirocket" and not batch.equal_length:
             raise ValueError(
@@ -303,21 +302,22 @@ class RandomConvolutionKernel(Kernel):
 
     def features(self, X) -> np.ndarray:
         """The power-transformed features phi(x), float64 array of shape (n, F)."""
-        check_is_fitted(self, msg=_NOT_FITTED)
+        self._check_fitted()
+        self._check_parameters()
         Phi = self._features(self._check_input(X, "X"))
         self._check_result(torch.from_numpy(Phi), "feature")
         return Phi
 
     # ------------------------------------------------------------------ Kernel interface
     def gram(self, X, Y=None, *, normalize: bool = False) -> torch.Tensor:
-        check_is_fitted(self, msg=_NOT_FITTED)
+        self._check_fitted()
         return super().gram(X, Y, normalize=normalize)
 
     gram.__doc__ = Kernel.gram.__doc__
     __call__ = gram
 
     def diag(self, X) -> torch.Tensor:
-        check_is_fitted(self, msg=_NOT_FITTED)
+        self._check_fitted()
         return super().diag(X)
 
     diag.__doc__ = Kernel.diag.__doc__
@@ -345,7 +345,6 @@ register(
         "rocket_linear",
         RandomConvolutionKernel,
         lambda: RandomConvolutionKernel(n_kernels=84),
-        unequal_length=True,
         description="MiniRocket features (sktime), Yeo-Johnson on the corpus, linear kernel / F",
     )
 )
@@ -354,7 +353,6 @@ register(
         "rocket_rbf",
         RandomConvolutionKernel,
         lambda: RandomConvolutionKernel(n_kernels=84, static=RBF(10.0)),
-        unequal_length=True,
         description="MiniRocket features (sktime), Yeo-Johnson on the corpus, RBF on them "
         "(sigma 10 ~ sqrt(F) for the 84 features)",
     )

@@ -2,12 +2,11 @@ r"""The randomized signature kernel: random features from a controlled ODE drive
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from ._base import Kernel, mirror_upper_
 from ._registry import KernelSpec, register
-from ._validation import SeriesBatch, check_int, check_positive
+from .validation import SeriesBatch, check_bool, check_int, check_option, check_positive
 
 __all__ = ["RandomizedSignatureKernel"]
 
@@ -49,7 +48,14 @@ class RandomizedSignatureKernel(Kernel):
     True
     """
 
-    supports_unequal_length = True
+    _tags = {"unequal_length": True}
+    _parameter_constraints = {
+        "n_features": check_int,
+        "scale": check_positive,
+        "seed": lambda v, name: check_int(v, name, minimum=0),
+        "activation": lambda v, name: check_option(v, name, sorted(_ACTIVATIONS)),
+        "activation_first": check_bool,
+    }
     _divergence_hint = (
         "The randomized signature overflowed: reduce `scale` or the size of the inputs."
     )
@@ -62,30 +68,26 @@ class RandomizedSignatureKernel(Kernel):
         activation: str = "tanh",
         *,
         activation_first: bool = False,
+        backend="auto",
+        n_jobs=None,
         device=None,
         dtype=None,
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        super().__init__(
+            backend=backend,
+            n_jobs=n_jobs,
+            device=device,
+            dtype=dtype,
+            max_memory=max_memory,
+            block_size=block_size,
+        )
         self.n_features = n_features
         self.scale = scale
         self.seed = seed
         self.activation = activation
         self.activation_first = activation_first
-
-    def _check_params(self, d: int) -> None:
-        check_int(self.n_features, "n_features")
-        check_positive(self.scale, "scale")
-        check_int(self.seed, "seed", minimum=0)
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(
-                f"`activation` must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}"
-            )
-        if not isinstance(self.activation_first, (bool, np.bool_)):
-            raise ValueError(
-                f"`activation_first` must be True or False, got {self.activation_first!r}"
-            )
 
     def _draw(self, d: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(A (d, M, M), b (d, M), Z_0 (M,)) on the kernel's device and dtype."""
@@ -118,7 +120,9 @@ class RandomizedSignatureKernel(Kernel):
 
     def features(self, X) -> torch.Tensor:
         """The random features Z_T(x), Tensor of shape (n, n_features)."""
-        Z = self._features(self._check_input(X, "X"))
+        k, Xb, _ = self._prepare(X, None)
+        with k._threads():
+            Z = k._features(Xb)
         self._check_result(Z, "feature")
         return Z
 
@@ -145,8 +149,6 @@ register(
         "rand_sig_tanh",
         RandomizedSignatureKernel,
         lambda: RandomizedSignatureKernel(n_features=50, scale=0.1, seed=0),
-        True,
-        True,
-        "randomized signature (tanh controlled ODE, Euler scheme) random-feature kernel",
+        description="randomized signature (tanh controlled ODE, Euler scheme) random features",
     )
 )

@@ -2,8 +2,12 @@
 contract tests.
 
 Each kernel module registers its kernels with :func:`register`, giving a factory for an
-example instance (sensible parameters for z-scored data) used by tests and the demo. A kernel
-with ``needs_fit`` (data-dependent features) is fitted on a corpus before use:
+example instance (sensible parameters for z-scored data) used by tests and the demo. What a
+kernel can do is not repeated here: a spec reads the tags of its class
+(:meth:`tskernels.Kernel.get_tag`), e.g. ``spec.unequal_length`` is
+``spec.cls.get_tag("unequal_length")``. A kernel whose ``fit`` is not empty (tag
+``fit_is_empty`` False: data-dependent features, ``needs_fit``, or a data-dependent
+parameter such as GAK's median-heuristic bandwidth) is fitted on a corpus before use:
 ``spec.fitted_example(corpus)``.
 """
 
@@ -19,30 +23,49 @@ __all__ = ["KernelSpec", "register", "kernel_registry", "make_kernel"]
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """name, the class, an example factory and the kernel's capabilities."""
+    """name, the class, an example factory and a description; capabilities from the tags."""
 
     name: str
     cls: type[Kernel]
     example: Callable[..., Kernel]
-    unequal_length: bool
-    gpu: bool = True
     description: str = ""
 
     @property
+    def tags(self) -> dict[str, object]:
+        """The tags of ``cls`` (a copy)."""
+        return self.cls.get_tags()
+
+    def get_tag(self, name: str, default=None):
+        return self.cls.get_tag(name, default)
+
+    @property
+    def unequal_length(self) -> bool:
+        """Whether the kernel accepts unequal-length batches (tag ``unequal_length``)."""
+        return bool(self.cls.get_tag("unequal_length"))
+
+    @property
+    def gpu(self) -> bool:
+        """Whether the kernel runs on CUDA devices (tag ``gpu``)."""
+        return bool(self.cls.get_tag("gpu"))
+
+    @property
     def needs_fit(self) -> bool:
-        """Whether the kernel must be fitted on a corpus before ``gram`` (``cls.needs_fit``)."""
-        return bool(self.cls.needs_fit)
+        """Whether the kernel must be fitted on a corpus before ``gram`` (tag ``needs_fit``)."""
+        return bool(self.cls.get_tag("needs_fit"))
 
     def fitted_example(self, corpus) -> Kernel:
-        """The example instance, fitted on ``corpus`` when the kernel needs fitting."""
+        """The example instance, fitted on ``corpus`` unless its ``fit`` is empty (tag
+        ``fit_is_empty``)."""
         kernel = self.example()
-        return kernel.fit(corpus) if self.needs_fit else kernel
+        return kernel if kernel.get_tag("fit_is_empty") else kernel.fit(corpus)
 
 
 _REGISTRY: dict[str, KernelSpec] = {}
 
 
 def register(spec: KernelSpec) -> KernelSpec:
+    if not (isinstance(spec.cls, type) and issubclass(spec.cls, Kernel)):
+        raise TypeError(f"KernelSpec.cls must be a Kernel subclass, got {spec.cls!r}")
     if spec.name in _REGISTRY and _REGISTRY[spec.name].cls is not spec.cls:
         raise ValueError(f"kernel name {spec.name!r} is already registered")
     _REGISTRY[spec.name] = spec

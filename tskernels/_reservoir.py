@@ -8,10 +8,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import _reservoir_numba
 from ._base import Kernel
 from ._registry import KernelSpec, register
-from ._validation import SeriesBatch, check_positive
+from .validation import SeriesBatch, check_bool, check_positive
 
 __all__ = ["VolterraReservoirKernel", "vrk_torch"]
 
@@ -96,9 +95,12 @@ class VolterraReservoirKernel(Kernel):
     1.422222
     """
 
-    supports_unequal_length = True
-    #: Use the torch path on the CPU too (tests of the GPU code path).
-    _force_torch: bool = False
+    _tags = {"unequal_length": True, "backends": ("numba", "torch")}
+    _parameter_constraints = {
+        "tau": check_positive,
+        "lam": check_positive,
+        "clip_inputs": check_bool,
+    }
     _divergence_hint = (
         "lam^2 / (1 - tau^2 <x_t, y_t>) compounds over the T steps: lower `lam` or `tau`."
     )
@@ -109,28 +111,37 @@ class VolterraReservoirKernel(Kernel):
         lam: float = 0.5,
         *,
         clip_inputs: bool = False,
+        backend="auto",
+        n_jobs=None,
         device=None,
         dtype=None,
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        super().__init__(
+            backend=backend,
+            n_jobs=n_jobs,
+            device=device,
+            dtype=dtype,
+            max_memory=max_memory,
+            block_size=block_size,
+        )
         self.tau = tau
         self.lam = lam
         self.clip_inputs = clip_inputs
-        self._check_options()
+        self._check_parameters()
 
-    def _check_options(self) -> tuple[float, float]:
-        tau = check_positive(self.tau, "tau")
-        lam = check_positive(self.lam, "lam")
-        if not isinstance(self.clip_inputs, bool):
-            raise ValueError(f"`clip_inputs` must be True or False, got {self.clip_inputs!r}")
-        if self.clip_inputs and 1.0 / tau - 0.1 <= 0:
+    def _check_parameters(self) -> None:
+        super()._check_parameters()
+        if self.clip_inputs and 1.0 / float(self.tau) - 0.1 <= 0:
             raise ValueError(
                 f"`clip_inputs=True` clips time points to norm 1/tau - 0.1, which is not "
-                f"positive for tau={tau!r}; use tau < 10"
+                f"positive for tau={self.tau!r}; use tau < 10"
             )
-        return tau, lam
+
+    def _check_options(self) -> tuple[float, float]:
+        """(tau, lam) as floats (checked at the public call)."""
+        return float(self.tau), float(self.lam)
 
     # ------------------------------------------------------------------ inputs
     def _clipped(self, X: SeriesBatch) -> SeriesBatch:
@@ -171,11 +182,14 @@ class VolterraReservoirKernel(Kernel):
         T = min(X.length, Y.length)
         xa, sx = _right_aligned(X, T)
         ya, sy = _right_aligned(Y, T)
-        if xa.device.type == "cpu" and not self._force_torch:
-            return self._gram_block_numba(xa, sx, ya, sy, symmetric, tau * tau, lam * lam)
-        return vrk_torch(xa, sx, ya, sy, tau * tau, lam * lam)
+        return self._dispatch("block")(xa, sx, ya, sy, symmetric, tau * tau, lam * lam)
 
-    def _gram_block_numba(self, xa, sx, ya, sy, symmetric, tau2, lam2) -> torch.Tensor:
+    def _block_torch(self, xa, sx, ya, sy, symmetric, tau2, lam2) -> torch.Tensor:
+        return vrk_torch(xa, sx, ya, sy, tau2, lam2)
+
+    def _block_numba(self, xa, sx, ya, sy, symmetric, tau2, lam2) -> torch.Tensor:
+        from . import _reservoir_numba
+
         def start(s, n):
             return np.zeros(n, dtype=np.int64) if s is None else s.cpu().numpy().astype(np.int64)
 
@@ -208,8 +222,6 @@ register(
         "reservoir",
         VolterraReservoirKernel,
         lambda: VolterraReservoirKernel(tau=0.1, lam=0.7, clip_inputs=True),
-        unequal_length=True,
-        gpu=True,
         description="Volterra reservoir kernel (aligned at the last step)",
     )
 )

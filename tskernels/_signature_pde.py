@@ -2,15 +2,21 @@ r"""The signature kernel of static-kernel-lifted paths, from its Goursat PDE (Sa
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import torch
 
 from ._base import Kernel, NonFiniteKernelError
 from ._registry import KernelSpec, register
 from ._signature_pde_torch import double_difference, pde_wavefront
-from ._static import CENTRE_ABOVE_RATIO, RBF, Linear, StaticKernel
-from ._validation import SeriesBatch, check_int, check_positive
+from ._static import (
+    CENTRE_ABOVE_RATIO,
+    RBF,
+    Linear,
+    StaticKernel,
+    check_optional_static,
+    check_static,
+)
+from .validation import SeriesBatch, check_int, check_positive
 
 __all__ = ["SignaturePDEKernel", "lifted_increments", "lifted_increments_pairs", "check_static"]
 
@@ -18,14 +24,6 @@ _HINT = (
     "The signature PDE solution diverged (path increments too large for the grid): reduce "
     "`scale` or raise `dyadic_order`."
 )
-
-
-def check_static(static) -> StaticKernel:
-    if not isinstance(static, StaticKernel):
-        raise TypeError(
-            f"`static` must be a StaticKernel (Linear, RBF, Polynomial, Laplacian), got {static!r}"
-        )
-    return static.check_params()  # its parameters, at every use
 
 
 def lifted_increments(static: StaticKernel, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -50,6 +48,10 @@ def lifted_increments_pairs(static: StaticKernel, x: torch.Tensor, y: torch.Tens
     if type(static) is Linear:
         return static.cross(torch.diff(x, dim=1), torch.diff(y, dim=1))
     return double_difference(static.cross(x, y))
+
+
+def _check_dyadic_order(value, name: str) -> None:
+    _parse_dyadic_order(value)
 
 
 def _parse_dyadic_order(dyadic_order) -> tuple[int, int]:
@@ -92,7 +94,8 @@ class SignaturePDEKernel(Kernel):
     dyadic_order : int or (int, int), refinement of the two time axes (pysiglib's
         ``dyadic_order``). With a pair, a symmetric Gram holds the upper triangle's values.
     backend : "auto" (compiled numba solver on CPU, torch wavefront on CUDA), "numba", "torch".
-    n_jobs : int or None, numba threads (None: numba's default); restored afterwards.
+    n_jobs : None, -1 or int > 0: threads (None: the current setting, -1: all cores);
+        restored afterwards.
 
     Unequal lengths are handled by the forward-fill padding (constant pieces add nothing).
     A non-finite or non-positive K(x, x) raises :class:`NonFiniteKernelError`.
@@ -105,8 +108,15 @@ class SignaturePDEKernel(Kernel):
     1.0
     """
 
-    supports_unequal_length = True
+    _tags = {"unequal_length": True, "backends": ("numba", "torch")}
+    _parameter_constraints = {
+        "static": check_optional_static,
+        "scale": check_positive,
+        "amplitude": check_positive,
+        "dyadic_order": _check_dyadic_order,
+    }
     _divergence_hint = _HINT
+    _checks_cross_diag = True  # K(x, x) of both inputs is checked (finite, positive)
 
     def __init__(
         self,
@@ -122,43 +132,27 @@ class SignaturePDEKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        super().__init__(
+            backend=backend,
+            n_jobs=n_jobs,
+            device=device,
+            dtype=dtype,
+            max_memory=max_memory,
+            block_size=block_size,
+        )
         self.static = static
         self.scale = scale
         self.dyadic_order = dyadic_order
-        self.backend = backend
-        self.n_jobs = n_jobs
         self.amplitude = amplitude
 
     # ------------------------------------------------------------------ helpers
     @property
     def _static(self) -> StaticKernel:
-        return check_static(RBF(1.0) if self.static is None else self.static)
-
-    def _check_params(self, d: int) -> None:
-        check_positive(self.scale, "scale")
-        check_positive(self.amplitude, "amplitude")
-        _parse_dyadic_order(self.dyadic_order)
-        self._static  # noqa: B018 - validates
-        self._backend()
-        if self.n_jobs is not None:
-            check_int(self.n_jobs, "n_jobs")
-
-    def _backend(self) -> str:
-        if self.backend not in ("auto", "numba", "torch"):
-            raise ValueError(f"`backend` must be 'auto', 'numba' or 'torch', got {self.backend!r}")
-        if self.backend == "auto":
-            return "numba" if self._device.type == "cpu" else "torch"
-        if self.backend == "numba" and self._device.type != "cpu":
-            raise ValueError(
-                f"backend='numba' runs on the CPU only, but `device` is {self._device}; "
-                "use backend='torch' or 'auto'"
-            )
-        return self.backend
+        return RBF(1.0) if self.static is None else self.static
 
     def _pair_bytes(self, X, Y):
         L = X.length * Y.length * 8
-        if self._backend() == "torch":
+        if self._backend == "torch":
             return 6 * L
         if type(self._static) in (Linear, RBF):
             return 64  # the compiled solver keeps two grid rows per chunk of pairs only
@@ -174,56 +168,59 @@ class SignaturePDEKernel(Kernel):
         y = Y.values * float(self.scale)
         if len(ii) == 0:
             return torch.empty(0, dtype=self._dtype, device=self._device)
-        if self._backend() == "torch":
-            iit = torch.as_tensor(ii, device=x.device)
-            jjt = torch.as_tensor(jj, device=x.device)
-            G = lifted_increments_pairs(static, x[iit], y[jjt])
-            if amp != 1.0:
-                G = G.mul_(amp)
-            return pde_wavefront(G, lam1, lam2).to(self._dtype)
+        return self._dispatch("solve")(static, x, y, ii, jj, lam1, lam2, amp)
+
+    def _solve_torch(self, static, x, y, ii, jj, lam1, lam2, amp) -> torch.Tensor:
+        """The wavefront over anti-diagonals, on the kernel's device and dtype."""
+        iit = torch.as_tensor(ii, device=x.device)
+        jjt = torch.as_tensor(jj, device=x.device)
+        G = lifted_increments_pairs(static, x[iit], y[jjt])
+        if amp != 1.0:
+            G = G.mul_(amp)
+        return pde_wavefront(G, lam1, lam2).to(self._dtype)
+
+    def _solve_numba(self, static, x, y, ii, jj, lam1, lam2, amp) -> torch.Tensor:
+        """The compiled solvers, on float64 CPU arrays (cast to the kernel's dtype after)."""
         x64 = x.detach().to("cpu", torch.float64)
         y64 = y.detach().to("cpu", torch.float64)
         out = np.empty(len(ii), dtype=np.float64)
         ii = np.ascontiguousarray(ii, dtype=np.int64)
         jj = np.ascontiguousarray(jj, dtype=np.int64)
+        import numba
+
         from . import _signature_pde_numba as nb
 
-        threads = numba.get_num_threads()
-        if self.n_jobs is not None:
-            numba.set_num_threads(min(int(self.n_jobs), numba.config.NUMBA_NUM_THREADS))
-        try:
-            if type(static) is Linear:
-                dx = torch.diff(x64, dim=1).numpy() * (float(static.scale) * amp)
-                dx = np.ascontiguousarray(dx)
-                dy = np.ascontiguousarray(torch.diff(y64, dim=1).numpy())
-                nb.pde_linear_pairs(dx, dy, ii, jj, lam1, lam2, out, numba.get_num_threads())
-            elif type(static) is RBF:
-                gamma = 0.5 / float(static.sigma) ** 2
-                # data far from the origin on sigma's scale are centred on a common shift
-                # (the compiled lift expands |x|^2 + |y|^2 - 2<x, y>): the distances keep
-                # their digits at any offset, as in tskernels._static.sqdist
-                d = x64.shape[-1]
-                pts = torch.cat([x64.reshape(-1, d), y64.reshape(-1, d)])
-                if float((pts * pts).sum(1).max()) * gamma > 0.5 * CENTRE_ABOVE_RATIO:
-                    shift = pts.mean(0)
-                    x64, y64 = x64 - shift, y64 - shift
-                nb.pde_rbf_pairs(
-                    np.ascontiguousarray(x64.numpy()),
-                    np.ascontiguousarray(y64.numpy()),
-                    ii,
-                    jj,
-                    lam1,
-                    lam2,
-                    gamma,
-                    out,
-                    numba.get_num_threads(),
-                    amp,
-                )
-            else:
-                G = np.ascontiguousarray(lifted_increments(static, x64, y64).numpy() * amp)
-                nb.pde_increments_pairs(G, ii, jj, lam1, lam2, out, numba.get_num_threads())
-        finally:
-            numba.set_num_threads(threads)
+        # threads: set by the caller (Kernel._threads, from n_jobs)
+        if type(static) is Linear:
+            dx = torch.diff(x64, dim=1).numpy() * (float(static.scale) * amp)
+            dx = np.ascontiguousarray(dx)
+            dy = np.ascontiguousarray(torch.diff(y64, dim=1).numpy())
+            nb.pde_linear_pairs(dx, dy, ii, jj, lam1, lam2, out, numba.get_num_threads())
+        elif type(static) is RBF:
+            gamma = 0.5 / float(static.sigma) ** 2
+            # data far from the origin on sigma's scale are centred on a common shift
+            # (the compiled lift expands |x|^2 + |y|^2 - 2<x, y>): the distances keep
+            # their digits at any offset, as in tskernels._static.sqdist
+            d = x64.shape[-1]
+            pts = torch.cat([x64.reshape(-1, d), y64.reshape(-1, d)])
+            if float((pts * pts).sum(1).max()) * gamma > 0.5 * CENTRE_ABOVE_RATIO:
+                shift = pts.mean(0)
+                x64, y64 = x64 - shift, y64 - shift
+            nb.pde_rbf_pairs(
+                np.ascontiguousarray(x64.numpy()),
+                np.ascontiguousarray(y64.numpy()),
+                ii,
+                jj,
+                lam1,
+                lam2,
+                gamma,
+                out,
+                numba.get_num_threads(),
+                amp,
+            )
+        else:
+            G = np.ascontiguousarray(lifted_increments(static, x64, y64).numpy() * amp)
+            nb.pde_increments_pairs(G, ii, jj, lam1, lam2, out, numba.get_num_threads())
         return torch.from_numpy(out).to(device=self._device, dtype=self._dtype)
 
     def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
@@ -244,12 +241,8 @@ class SignaturePDEKernel(Kernel):
         self._check_self_values(out)
         return out
 
-    def _assemble(self, X: SeriesBatch, Y: SeriesBatch | None) -> torch.Tensor:
-        K = super()._assemble(X, Y)
-        if Y is not None:  # K(x, x) is checked for the Gram's own inputs too
-            self._checked_diag(X)
-            self._checked_diag(Y)
-        return K
+    def _validate_diag(self, diag: torch.Tensor) -> None:
+        self._check_self_values(diag)
 
     def _check_self_values(self, v: torch.Tensor) -> None:
         bad = ~torch.isfinite(v) | (v <= 0)
@@ -266,9 +259,7 @@ register(
         "pde_sig_rbf",
         SignaturePDEKernel,
         lambda: SignaturePDEKernel(RBF(1.0), scale=0.25, dyadic_order=2),
-        True,
-        True,
-        "signature PDE kernel (Goursat, dyadic order 2), RBF lift",
+        description="signature PDE kernel (Goursat, dyadic order 2), RBF lift",
     )
 )
 register(
@@ -276,8 +267,6 @@ register(
         "pde_sig_linear",
         SignaturePDEKernel,
         lambda: SignaturePDEKernel(Linear(), scale=0.1, dyadic_order=2),
-        True,
-        True,
-        "signature PDE kernel (Goursat, dyadic order 2), linear lift",
+        description="signature PDE kernel (Goursat, dyadic order 2), linear lift",
     )
 )

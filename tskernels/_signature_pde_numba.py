@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._gak_numba import _exp_nonpos
 from ._lanes_numba import LANES as _P
 from ._lanes_numba import gather_lanes, store_lanes
+from ._math_numba import _exp_nonpos
 
 __all__ = ["pde_linear_pairs", "pde_rbf_pairs", "pde_increments_pairs"]
 

@@ -10,9 +10,9 @@ import torch
 
 from ._base import Kernel, mirror_upper_, normalize_gram_
 from ._registry import KernelSpec, register
-from ._signature_pde import check_static, lifted_increments, lifted_increments_pairs
-from ._static import RBF, Linear, StaticKernel
-from ._validation import SeriesBatch, check_channels, check_int, check_positive
+from ._signature_pde import lifted_increments, lifted_increments_pairs
+from ._static import RBF, Linear, StaticKernel, check_optional_static
+from .validation import SeriesBatch, check_int, check_option, check_positive
 
 __all__ = [
     "TruncatedSignatureKernel",
@@ -223,7 +223,21 @@ class TruncatedSignatureKernel(Kernel):
     6.0
     """
 
-    supports_unequal_length = True
+    _tags = {
+        "unequal_length": True,
+        "backends": ("numba", "torch"),
+        "gram_levels": True,
+        "first_level": 1,
+    }
+    _parameter_constraints = {
+        "static": check_optional_static,
+        "level": check_int,
+        "scale": check_positive,
+        "amplitude": check_positive,
+        "levels": lambda v, name: check_option(v, name, _LEVELS),
+        "algorithm": lambda v, name: check_option(v, name, _ALGORITHMS),
+        "discretization": lambda v, name: check_option(v, name, _DISCRETIZATIONS),
+    }
 
     def __init__(
         self,
@@ -235,12 +249,21 @@ class TruncatedSignatureKernel(Kernel):
         algorithm: str = "auto",
         discretization: str = "exact",
         amplitude: float = 1.0,
+        backend="auto",
+        n_jobs=None,
         device=None,
         dtype=None,
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(device=device, dtype=dtype, max_memory=max_memory, block_size=block_size)
+        super().__init__(
+            backend=backend,
+            n_jobs=n_jobs,
+            device=device,
+            dtype=dtype,
+            max_memory=max_memory,
+            block_size=block_size,
+        )
         self.static = static
         self.level = level
         self.scale = scale
@@ -252,23 +275,10 @@ class TruncatedSignatureKernel(Kernel):
     # ------------------------------------------------------------------ helpers
     @property
     def _static(self) -> StaticKernel:
-        return check_static(Linear() if self.static is None else self.static)
+        return Linear() if self.static is None else self.static
 
-    def _check_params(self, d: int) -> None:
-        check_int(self.level, "level")
-        check_positive(self.scale, "scale")
-        check_positive(self.amplitude, "amplitude")
-        self._static  # noqa: B018 - validates
-        if self.discretization not in _DISCRETIZATIONS:
-            raise ValueError(
-                f"`discretization` must be 'exact' or 'order1', got {self.discretization!r}"
-            )
-        if self.levels not in _LEVELS:
-            raise ValueError(f"`levels` must be 'cumulative' or 'single', got {self.levels!r}")
-        if self.algorithm not in _ALGORITHMS:
-            raise ValueError(
-                f"`algorithm` must be 'auto', 'features' or 'recursion', got {self.algorithm!r}"
-            )
+    def _check_parameters(self) -> None:
+        super()._check_parameters()
         if self.algorithm == "features" and type(self._static) is not Linear:
             raise ValueError(
                 f"algorithm='features' needs the Linear static kernel, got static={self._static!r}"
@@ -314,7 +324,7 @@ class TruncatedSignatureKernel(Kernel):
     def _flat_feature_tensor(self, X: SeriesBatch) -> torch.Tensor:
         """Levels 1..N of the signatures, concatenated, Tensor (n, d + ... + d^N) on the
         kernel's device and dtype."""
-        if X.values.device.type == "cpu":
+        if self._backend == "numba":
             return torch.from_numpy(self._flat_features(X)).to(self._dtype)
         return torch.cat(self._features(X), dim=1)
 
@@ -356,8 +366,9 @@ class TruncatedSignatureKernel(Kernel):
         N = int(self.level)
         if self.discretization != "order1":
             return signature_kernel_levels(G, N)
-        if not symmetric or G.device.type != "cpu" or 0 in G.shape[-2:]:
-            return order1_kernel_levels(G, N)
+        compiled = self._backend == "numba"
+        if not symmetric or not compiled or 0 in G.shape[-2:]:
+            return order1_kernel_levels(G, N, compiled=compiled)
         ii, jj = np.triu_indices(G.shape[0])
         out = G.new_zeros((N, G.shape[0], G.shape[1]))
         out[:, ii, jj] = _order1_pairs(G, ii.astype(np.int64), jj.astype(np.int64), N)
@@ -373,12 +384,12 @@ class TruncatedSignatureKernel(Kernel):
 
     def _features(self, X: SeriesBatch) -> list[torch.Tensor]:
         c = self._feature_factor
-        if X.values.device.type == "cpu":
+        if self._backend == "numba":
             flat = torch.from_numpy(self._flat_features(X))
             sizes = [X.d**k for k in range(1, int(self.level) + 1)]
             return list(torch.split(flat.to(self._dtype), sizes, dim=1))
         levels_of = order1_levels if self.discretization == "order1" else signature_levels
-        return levels_of(torch.diff(X.values, dim=1) * c, int(self.level))
+        return levels_of(torch.diff(X.values, dim=1) * c, int(self.level), compiled=False)
 
     def _flat_features(self, X: SeriesBatch) -> np.ndarray:
         """CPU: levels 1..N of the signatures, concatenated, float64 array (n, d + ... + d^N)."""
@@ -419,7 +430,7 @@ class TruncatedSignatureKernel(Kernel):
             return super()._assemble(X, Y)
         if not self._features_fit(n_all, X.d):
             return self._assemble_blocked(X, Y)
-        if self._device.type != "cpu":
+        if self._backend != "numba":
             return self._combine(self._feature_levels(X, Y))[-1]
         # CPU: one matrix product (torch's BLAS: numpy's OpenBLAS threads busy-wait for a
         # long time after each call, starving the other thread pools), no per-level torch
@@ -487,10 +498,11 @@ class TruncatedSignatureKernel(Kernel):
         (order 1: :math:`1 + P_1 + \cdots + P_k` or :math:`1 + P_k`); ``normalize=True``
         divides each level by sqrt(K(x, x) K(y, y)) of that level.
         """
-        Xb = self._check_input(X, "X")
-        Yb = None if Y is None else self._check_input(Y, "Y")
-        if Yb is not None:
-            check_channels(Xb, Yb)
+        k, Xb, Yb = self._prepare(X, Y)
+        with k._threads():
+            return k._gram_levels(Xb, Yb, bool(normalize))
+
+    def _gram_levels(self, Xb: SeriesBatch, Yb: SeriesBatch | None, normalize: bool):
         length = max(Xb.length, 0 if Yb is None else Yb.length)
         if self._use_features(Xb.n + (0 if Yb is None else Yb.n), Xb.d, length):
             Kl = self._feature_levels(Xb, Yb)
@@ -531,9 +543,7 @@ register(
         "trunc_sig_linear",
         TruncatedSignatureKernel,
         lambda: TruncatedSignatureKernel(Linear(), level=4, scale=0.5),
-        True,
-        True,
-        "truncated signature kernel (level 4), linear lift",
+        description="truncated signature kernel (level 4), linear lift",
     )
 )
 register(
@@ -541,9 +551,7 @@ register(
         "trunc_sig_rbf",
         TruncatedSignatureKernel,
         lambda: TruncatedSignatureKernel(RBF(1.0), level=3, scale=0.5),
-        True,
-        True,
-        "truncated signature kernel (level 3), RBF lift",
+        description="truncated signature kernel (level 3), RBF lift",
     )
 )
 register(
@@ -553,9 +561,7 @@ register(
         lambda: TruncatedSignatureKernel(
             Linear(), level=4, scale=0.5, levels="single", discretization="order1"
         ),
-        True,
-        True,
-        "order-1 discretised signature kernel (1 + level 4 alone), linear lift",
+        description="order-1 discretised signature kernel (1 + level 4 alone), linear lift",
     )
 )
 register(
@@ -565,8 +571,6 @@ register(
         lambda: TruncatedSignatureKernel(
             RBF(1.0), level=3, scale=0.5, levels="single", discretization="order1"
         ),
-        True,
-        True,
-        "order-1 discretised signature kernel (1 + level 3 alone), RBF lift",
+        description="order-1 discretised signature kernel (1 + level 3 alone), RBF lift",
     )
 )

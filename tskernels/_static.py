@@ -12,9 +12,9 @@ import math
 from abc import ABC, abstractmethod
 
 import torch
-from sklearn.base import BaseEstimator
 
-from ._validation import as_vectors, check_int, check_nonnegative, check_positive
+from ._params import Parametrized
+from .validation import as_points, check_int, check_nonnegative, check_positive
 
 __all__ = ["StaticKernel", "Linear", "RBF", "Polynomial", "Laplacian", "sqdist", "exact_dist"]
 
@@ -76,15 +76,24 @@ def exact_dist(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.cdist(x * scale, y * scale, compute_mode="donot_use_mm_for_euclid_dist") / scale
 
 
-class StaticKernel(BaseEstimator, ABC):
-    """A positive-definite kernel on points of R^d."""
+def _check_degree(value, name):
+    check_int(value, name, minimum=1)
+
+
+class StaticKernel(Parametrized, ABC):
+    """A positive-definite kernel on points of R^d.
+
+    Parameters are declared in ``_parameter_constraints`` and checked at construction and at
+    every use (``gram``, or the use by a series kernel), so ``set_params`` cannot slip past.
+    ``cross``/``pointwise`` assume checked parameters.
+    """
 
     #: True when k(x, y) depends on x, y only through <x, y> (the signature kernels use it).
     is_dot_product: bool = False
 
     def check_params(self) -> StaticKernel:
-        """Validate the parameters (at every use, so ``set_params`` cannot slip past);
-        returns self."""
+        """Validate the parameters against their declared constraints; returns self."""
+        self._check_parameters()
         return self
 
     @abstractmethod
@@ -102,8 +111,8 @@ class StaticKernel(BaseEstimator, ABC):
     def gram(self, X, Y=None, *, dtype=torch.float64, device="cpu") -> torch.Tensor:
         """Gram matrix of 2-D point sets, (n, d) x (m, d) -> Tensor (n, m)."""
         self.check_params()
-        x = as_vectors(X, name="X", dtype=dtype, device=device)
-        y = x if Y is None else as_vectors(Y, name="Y", dtype=dtype, device=device)
+        x = as_points(X, name="X", dtype=dtype, device=device)
+        y = x if Y is None else as_points(Y, name="Y", dtype=dtype, device=device)
         if x.shape[1] != y.shape[1]:
             raise ValueError(f"channel mismatch: `X` has d={x.shape[1]}, `Y` has d={y.shape[1]}")
         K = self.cross(x, y)
@@ -120,22 +129,17 @@ class Linear(StaticKernel):
     r"""Linear kernel :math:`k(x, y) = s \langle x, y \rangle` (``scale`` = s)."""
 
     is_dot_product = True
+    _parameter_constraints = {"scale": check_positive}
 
     def __init__(self, scale: float = 1.0):
         self.scale = scale
         self.check_params()
 
-    def check_params(self):
-        check_positive(self.scale, "scale")
-        return self
-
     def cross(self, x, y):
-        self.check_params()
         K = x @ y.transpose(-1, -2)
         return K if self.scale == 1 else K.mul_(self.scale)
 
     def pointwise(self, x, y):
-        self.check_params()
         return self.scale * (x * y).sum(-1)
 
 
@@ -143,6 +147,11 @@ class Polynomial(StaticKernel):
     r"""Polynomial kernel :math:`k(x, y) = (s \langle x, y \rangle + c)^p`."""
 
     is_dot_product = True
+    _parameter_constraints = {
+        "degree": _check_degree,
+        "c": check_nonnegative,
+        "scale": check_positive,
+    }
 
     def __init__(self, degree: int = 2, c: float = 1.0, scale: float = 1.0):
         self.degree = degree
@@ -150,19 +159,11 @@ class Polynomial(StaticKernel):
         self.scale = scale
         self.check_params()
 
-    def check_params(self):
-        check_int(self.degree, "degree", minimum=1)
-        check_nonnegative(self.c, "c")
-        check_positive(self.scale, "scale")
-        return self
-
     def cross(self, x, y):
-        self.check_params()
         K = (x @ y.transpose(-1, -2)).mul_(self.scale).add_(self.c)
         return K.pow_(self.degree)
 
     def pointwise(self, x, y):
-        self.check_params()
         return (self.scale * (x * y).sum(-1) + self.c) ** self.degree
 
 
@@ -173,16 +174,13 @@ class RBF(StaticKernel):
     :math:`2\sigma^2`).
     """
 
+    _parameter_constraints = {"sigma": check_positive}
+
     def __init__(self, sigma: float = 1.0):
         self.sigma = sigma
         self.check_params()
 
-    def check_params(self):
-        check_positive(self.sigma, "sigma")
-        return self
-
     def cross(self, x, y):
-        self.check_params()
         s2 = float(self.sigma) ** 2
         if 0.0 < s2 < math.inf:
             return sqdist(x, y, self.sigma).mul_(-0.5 / s2).exp_()
@@ -190,7 +188,6 @@ class RBF(StaticKernel):
         return sqdist(x / self.sigma, y / self.sigma).mul_(-0.5).exp_()
 
     def pointwise(self, x, y):
-        self.check_params()
         s2 = float(self.sigma) ** 2
         if 0.0 < s2 < math.inf:
             return torch.exp(((x - y) ** 2).sum(-1) * (-0.5 / s2))
@@ -203,23 +200,35 @@ class RBF(StaticKernel):
 class Laplacian(StaticKernel):
     r"""Laplacian (Abel) kernel :math:`k(x, y) = \exp(-|x - y| / \sigma)`."""
 
+    _parameter_constraints = {"sigma": check_positive}
+
     def __init__(self, sigma: float = 1.0):
         self.sigma = sigma
         self.check_params()
 
-    def check_params(self):
-        check_positive(self.sigma, "sigma")
-        return self
-
     def cross(self, x, y):
-        self.check_params()
         # direct differences (no |x|^2+|y|^2-2<x,y> expansion): exact 0 distance on the
         # diagonal, translation invariant
         return torch.exp(-exact_dist(x, y) / self.sigma)
 
     def pointwise(self, x, y):
-        self.check_params()
         return torch.exp(-torch.linalg.vector_norm(x - y, dim=-1) / self.sigma)
 
     def self_values(self, x):
         return torch.ones(x.shape[:-1], dtype=x.dtype, device=x.device)
+
+
+def check_static(static, name: str = "static") -> StaticKernel:
+    """A StaticKernel whose parameters pass their constraints (the ``static`` constraint of
+    the series kernels; ``None`` is checked by :func:`check_optional_static`)."""
+    if not isinstance(static, StaticKernel):
+        raise TypeError(
+            f"`{name}` must be None or a StaticKernel (Linear, RBF, Polynomial, Laplacian), "
+            f"got {static!r}"
+        )
+    return static.check_params()
+
+
+def check_optional_static(static, name: str = "static") -> StaticKernel | None:
+    """None (the kernel's default static kernel) or a checked StaticKernel."""
+    return None if static is None else check_static(static, name)

@@ -19,6 +19,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .validation import as_series_arrays
+
 __all__ = [
     "pooling_window",
     "average_pool",
@@ -31,35 +33,10 @@ __all__ = [
 
 
 def _as_series(X, name: str = "X") -> tuple[np.ndarray | list[np.ndarray], bool]:
-    """(array (n, T, d), True) or (list of (T_i, d), False); validates shapes and values.
-    A list of equal-length series gives the stacked array."""
-    if hasattr(X, "detach"):
-        X = X.detach().cpu().numpy()
-    if isinstance(X, (list, tuple)):
-        if len(X) == 0:
-            raise ValueError(f"`{name}` is empty: need at least one series")
-        out = []
-        for i, x in enumerate(X):
-            x = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=float)
-            if x.ndim != 2 or x.shape[0] == 0:
-                raise ValueError(f"`{name}[{i}]` must be a non-empty 2-D array (T_i, d)")
-            if not np.isfinite(x).all():
-                raise ValueError(f"`{name}[{i}]` contains NaN or infinite values")
-            out.append(x)
-        if len({x.shape[1] for x in out}) > 1:
-            raise ValueError(f"series in `{name}` have different channel counts")
-        if len({x.shape[0] for x in out}) == 1:
-            # equal lengths: the stacked array, so the container never changes the result
-            return np.stack(out), True
-        return out, False
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 3:
-        raise ValueError(f"`{name}` must be a 3-D array (n, T, d), got ndim={X.ndim}")
-    if X.shape[0] == 0:
-        raise ValueError(f"`{name}` is empty: need at least one series")
-    if not np.isfinite(X).all():
-        raise ValueError(f"`{name}` contains NaN or infinite values")
-    return X, True
+    """(array (n, T, d), True) or (list of (T_i, d), False), float64, checked
+    (:func:`tskernels.validation.as_series_arrays`). A list of equal-length series gives the
+    stacked array."""
+    return as_series_arrays(X, name=name)
 
 
 def _map(X, fn):

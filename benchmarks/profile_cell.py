@@ -1,0 +1,193 @@
+"""Where the time of one CV cell of the paper preset goes (issue 15, item 3).
+
+Runs one CV cell (data set, normal class, kernel grid point, time channel; 4 x 10 folds by
+default) under cProfile and prints the per-phase totals (Gram, scorer fit, scoring, metrics)
+and the functions with the largest cumulative time, after one warm-up cell (numba
+compilation, imports) outside the timing. Repeats the cell and prints median and quartiles.
+
+    python benchmarks/profile_cell.py --dataset NATOPS --kernel flat_rbf --cls 1.0 \
+        [--scorers conformance mahalanobis] [--repeats 3] [--profile]
+
+Record ``uptime`` beside the numbers: on a shared machine wall times are upper bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import time
+from pathlib import Path
+
+import numpy as np
+
+from experiments._grids import PRESETS, kernel_grid_points
+from experiments._protocol import Dataset, load_dataset, run_cv_cell
+from experiments._runner import DEFAULT_PREPROCESSING
+
+UEA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "uea"
+
+
+def _config(args) -> dict:
+    preset = PRESETS["paper"]
+    return {
+        "folds": args.folds,
+        "repeats": args.repeats_cv,
+        "seed": 0,
+        "share": args.share,
+        "alphas": list(preset.alphas),
+        "max_rank": preset.max_rank,
+        "sse_lams": list(preset.sse_lams),
+        "threshold": 1e-10,
+        "preprocessing": DEFAULT_PREPROCESSING,
+        "device": None,
+        "threads": args.threads,
+        "rank_rule": args.rank_rule,
+    }
+
+
+def _synthetic(spec: str) -> Dataset:
+    """Two classes of random walks (the second with a drift), seeded."""
+    n, T, d = (int(v) for v in spec.split(","))
+    rng = np.random.default_rng(0)
+
+    def draw(m):
+        y = np.array(["a", "b"] * (m // 2) + ["a"] * (m % 2))
+        X = np.cumsum(rng.normal(size=(m, T, d)), axis=1) * 0.1
+        X[y == "b"] += np.linspace(0, 1, T)[None, :, None]
+        return X, y
+
+    Xtr, ytr = draw(n)
+    Xte, yte = draw(n)
+    return Dataset(f"synthetic{n}x{T}x{d}", Xtr, ytr, Xte, yte)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--dataset", default="NATOPS")
+    p.add_argument("--data-dir", default=str(UEA))
+    p.add_argument(
+        "--synthetic",
+        default=None,
+        metavar="N,T,D",
+        help="a seeded random data set of N training series (two classes), T steps, D channels "
+        "instead of --dataset (e.g. 316,50,28: the held-out set of issue 15)",
+    )
+    p.add_argument("--kernel", default="flat_rbf")
+    p.add_argument("--cls", default=None, help="normal class (default: the first)")
+    p.add_argument("--point", type=int, default=0, help="index of the paper grid point")
+    p.add_argument("--time-channel", action="store_true")
+    p.add_argument("--scorers", nargs="+", default=["conformance", "mahalanobis"])
+    p.add_argument("--folds", type=int, default=4)
+    p.add_argument("--repeats-cv", type=int, default=10)
+    p.add_argument("--share", default="fold")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rank-rule", default="ours")
+    p.add_argument("--repeats", type=int, default=3, help="timed repeats of the cell")
+    p.add_argument("--profile", action="store_true", help="print the cProfile table")
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument(
+        "--estimate",
+        nargs="*",
+        default=None,
+        metavar="DATASET",
+        help="time one CV cell (middle grid point, time channel on) per default kernel of the "
+        "paper preset on each data set (none named: every set under --data-dir) and "
+        "extrapolate the preset's CV time as cells x s/cell",
+    )
+    args = p.parse_args()
+    if args.estimate is not None:
+        return estimate(args)
+
+    data = (
+        _synthetic(args.synthetic) if args.synthetic else load_dataset(args.dataset, args.data_dir)
+    )
+    grid = PRESETS["paper"].grids[args.kernel]
+    cell = {
+        "cls": args.cls or data.classes[0],
+        "kernel": args.kernel,
+        "point": kernel_grid_points(grid)[args.point],
+        "levels": grid.levels,
+        "time_channel": args.time_channel,
+        "scorers": args.scorers,
+    }
+    config = _config(args)
+    n, T, d = np.shape(data.X_train) if data.equal_length else (len(data.X_train), "var", "?")
+    print(f"{data.name}: {n} training series, T = {T}, d = {d}; cell {cell}")
+    print(f"config: {args.folds} x {args.repeats_cv} CV, share={args.share}, "
+          f"threads={args.threads}, rank_rule={args.rank_rule}")  # fmt: skip
+    print(f"load average before: {os.getloadavg()}")
+
+    run_cv_cell(cell, data, config)  # warm-up: numba compilation, imports
+    times, rows = [], None
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        rows = run_cv_cell(cell, data, config)
+        times.append(time.perf_counter() - t0)
+    q = np.percentile(times, [25, 50, 75])
+    print(f"cell wall s: median {q[1]:.3f} (quartiles {q[0]:.3f} .. {q[2]:.3f}), "
+          f"{args.repeats} repeats")  # fmt: skip
+    g = sum(r["gram_seconds"] for r in rows)
+    s = sum(r["score_seconds"] for r in rows)
+    print(f"last repeat: Gram {g:.3f} s, scoring + metrics {s:.3f} s (as recorded in the rows)")
+
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        run_cv_cell(cell, data, config)
+        prof.disable()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(args.top)
+        print(buf.getvalue())
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(args.top)
+        print(buf.getvalue())
+    print(f"load average after: {os.getloadavg()}")
+
+
+def estimate(args) -> None:
+    """One timed CV cell per (data set, default kernel); the paper preset's CV time
+    extrapolated as sum over (data set, kernel) of n_classes x n_points x 2 x s/cell."""
+    import tskernels
+    from experiments._grids import REGISTRY_NAME
+
+    names = args.estimate or sorted(q.name for q in Path(args.data_dir).iterdir() if q.is_dir())
+    grids = PRESETS["paper"].grids
+    kernels = [k for k, g in grids.items() if g.default]
+    registry = tskernels.kernel_registry()
+    config = _config(args)
+    warm = dict(config, folds=2, repeats=1)
+    print(f"load average before: {os.getloadavg()}; config {args.folds} x {args.repeats_cv} CV, "
+          f"share={args.share}, scorers {' '.join(args.scorers)}")  # fmt: skip
+    print("| data set | kernel | s / cell | cells | estimated s |")
+    print("|---|---|---|---|---|")
+    total, n_total = 0.0, 0
+    for name in names:
+        data = load_dataset(name, args.data_dir)
+        for k in kernels:
+            if not data.equal_length and not registry[REGISTRY_NAME.get(k, k)].unequal_length:
+                continue
+            points = kernel_grid_points(grids[k])
+            cell = {"cls": data.classes[0], "kernel": k, "point": points[len(points) // 2],
+                    "levels": grids[k].levels, "time_channel": True,
+                    "scorers": args.scorers}  # fmt: skip
+            run_cv_cell(cell, data, warm)  # compilation and caches outside the timing
+            t0 = time.perf_counter()
+            rows = run_cv_cell(cell, data, config)
+            dt = time.perf_counter() - t0
+            errors = {r["error"] for r in rows if r["error"]}
+            n_cells = len(data.classes) * len(points) * 2
+            total += dt * n_cells
+            n_total += n_cells
+            note = f" (error: {sorted(errors)[0][:60]})" if errors else ""
+            print(f"| {name} | {k} | {dt:.3f} | {n_cells} | {dt * n_cells:.0f} |{note}",
+                  flush=True)  # fmt: skip
+    print(f"total: {n_total} CV cells, {total:.0f} s on one core = {total / 3600:.2f} h; "
+          f"{total / 7200:.2f} h on 2 cores (2 workers, at the load measured)")  # fmt: skip
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

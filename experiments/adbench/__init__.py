@@ -1,0 +1,151 @@
+"""ADBench evaluation of SOSREP and KDE against PyOD detectors (protocol.md section 7).
+
+Unsupervised protocol: subsample to at most 10,000 rows (stratified), stratified 70/30 split,
+min-max scaling fitted on the 70 %, every detector trained on the contaminated 70 %, AUC-ROC of
+its anomaly score on the 30 %, seeds 0, 1, 2. One row per (data set, method, seed) goes into a
+SQLite file as soon as it finishes (with timings, git revision and the device that computed
+it); a finished key is never recomputed, so an interrupted run resumes where it stopped.
+
+    python -m experiments adbench run [--datasets cardio wine] [--methods SOSREP-SDO IForest]
+    python -m experiments adbench report
+
+The store, provenance and execution are those of the UEA benchmark
+(:class:`~experiments._store.SQLiteStore`, :class:`~experiments._recorder.Recorder`,
+:class:`~experiments._executor.Executor`: ``--workers`` processes or a Dask ``--scheduler``;
+SIGINT, SIGTERM and SIGHUP stop a run cleanly). Data: ``--data-dir``, else $ADBENCH_DATA,
+else ``DEFAULT_DATA_DIR`` relative to the repository root. Methods are tables
+(``experiments.adbench._methods``: ``PYOD`` name -> constructor, ``METHODS``,
+``DIAGNOSTIC_METHODS``); :func:`register_method` adds one.
+
+Bandwidths of SOSREP/KDE are chosen by the Fisher divergence on a held-out 20 % of the training
+part (``density.select_bandwidth``: duplicates of fit points left out, SDO scored on the
+mollified model) over length scales l in r * {1, 2, 4, 8} (sigma = l; SDO a = l^(2 m_SDO)),
+where r is the median nearest-neighbour distance of the training part (distinct points), the
+smallest scale the sample resolves, floored at 1/8 of the median pairwise distance (near-ties
+of quantised data). Below it the held-out Fisher divergence keeps falling on these data, to
+scales that rank anomalies worse (README, bandwidth selection; docs/results_adbench.md,
+bandwidth sensitivity), so r is the grid floor. The SDO kernel uses 10,000 float32 random
+features (SOSREP tol 1e-4, float32 resolution); SOSREP runs with lr = 1/3 (fastest
+linearised contraction, see ``_density_method``).
+
+``--methods sensitivity`` runs the diagnostic methods (``DIAGNOSTIC_METHODS``: fixed length
+factors, the Fisher selection on a wide grid, clean-training variants) and
+``report --sensitivity`` summarises them.
+
+COF and SOD (quadratic, Python loops) are skipped above ``QUADRATIC_MAX_TRAIN`` training rows.
+
+Modules: ``_data`` (files, split, scales), ``_methods`` (the method tables), ``_store``
+(the results table), ``_run`` (plan, cell, run), ``_report`` (tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from .._options import ConfigError, add_arguments, from_namespace
+from ._data import (
+    DEFAULT_DATA_DIR,
+    MAX_ROWS,
+    list_datasets,
+    load_split,
+    median_distance,
+    nn_spacing,
+    resolve_names,
+)
+from ._methods import (
+    ALL_METHODS,
+    DIAGNOSTIC_METHODS,
+    METHODS,
+    PYOD,
+    QUADRATIC_MAX_TRAIN,
+    SENSITIVITY_FACTORS,
+    TABLE_METHODS,
+    WIDE_FACTORS,
+    Method,
+    PyODEntry,
+    SkippedError,
+    _factor_tag,
+    expand_methods,
+    register_method,
+)
+from ._report import ReportOptions, report, sensitivity_table, table
+from ._run import DEFAULT_DB, ADBenchOptions, plan, run, run_cell
+from ._store import ADBenchStore
+
+__all__ = [
+    "ADBenchOptions",
+    "ADBenchStore",
+    "ALL_METHODS",
+    "DEFAULT_DATA_DIR",
+    "DEFAULT_DB",
+    "DIAGNOSTIC_METHODS",
+    "MAX_ROWS",
+    "METHODS",
+    "Method",
+    "PYOD",
+    "PyODEntry",
+    "QUADRATIC_MAX_TRAIN",
+    "ReportOptions",
+    "SENSITIVITY_FACTORS",
+    "SkippedError",
+    "TABLE_METHODS",
+    "WIDE_FACTORS",
+    "build_parser",
+    "expand_methods",
+    "list_datasets",
+    "load_split",
+    "main",
+    "median_distance",
+    "nn_spacing",
+    "plan",
+    "register_method",
+    "report",
+    "resolve_names",
+    "run",
+    "run_cell",
+    "sensitivity_table",
+    "table",
+    "_factor_tag",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..__main__ import _Parser
+
+    p = _Parser(
+        prog="python -m experiments adbench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="action", parser_class=_Parser)
+    add_arguments(sub.add_parser("run", help="run (or resume) the evaluation"), ADBenchOptions)
+    add_arguments(sub.add_parser("report", help="print the AUC-ROC table"), ReportOptions)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ADBench command line; an unusable option, data folder or store raises SystemExit
+    with one line ``error: ...``; a signal stops a run cleanly (exit 128 + the signal)."""
+    from .._executor import RunError, RunInterrupted
+    from .._store import StoreError
+
+    args = build_parser().parse_args(argv)
+    try:
+        if args.action == "run":
+            s = run(from_namespace(ADBenchOptions, args))
+            print(f"{s['cells_computed']} of {s['cells_total']} runs computed; store {s['db']}")
+        elif args.action == "report":
+            report(from_namespace(ReportOptions, args))
+        else:
+            build_parser().print_help()
+    except RunInterrupted as exc:
+        s = exc.summary or {}
+        print(f"run stopped by {signal.Signals(exc.signum).name}: "
+              f"{s.get('cells_computed', 0)} of {s.get('cells_total', '?')} runs computed and "
+              "committed; start the same command again to resume", file=sys.stderr)  # fmt: skip
+        return 128 + exc.signum
+    except (ConfigError, StoreError, RunError) as exc:
+        raise SystemExit("error: " + " ".join(str(exc).split())) from None
+    return 0

@@ -1,0 +1,193 @@
+r"""A detector member on approximate features (``KernelNoveltyDetector(approximation=...)``):
+the corpus enters through an N x M feature matrix, never an N x N Gram.
+
+Fit on N corpus series with M = ``n_components``:
+
+1. pre-processing as :class:`novelty._members.Member`;
+2. a **calibration set** H of ``min(CALIBRATION_MAX, N // 2)`` corpus series, drawn uniformly
+   with the seed; the kernel (when it is fitted on data) and the landmarks use the other
+   series only, so the series of H are mapped exactly as new series are;
+3. the feature map (:mod:`novelty._approximation`) and :math:`\Phi` of all N series; the
+   feature-space scorer (:mod:`novelty._feature_scorers`) fitted on all N;
+4. held-out scores of H: exact leave-one-out for the kNN scorer (each series of H against the
+   other N - 1), otherwise the scorer refitted without each fold of H (leave-one-out up to
+   ``LOO_MAX`` series, else ``CALIBRATION_FOLDS`` folds) and the fold scored. These are the
+   conformal calibration scores (|H| of them instead of N).
+
+Cost: N M kernel evaluations (+ the landmark rule's), O(N M^2) for the scorer, and for the
+calibration of the kNN scorer |H| N M; memory O(N M). A corpus of at most M series is fitted
+exactly (:class:`novelty._members.Member`): the exact Gram is then no larger than the
+approximation's M x M one, and a Nyström map with every series as a landmark reproduces it.
+
+Kernels with exact explicit features (the random-convolution kernel with its linear static
+kernel, the randomized signature) use them under ``"nystroem"`` as well: they are exact and
+cheaper than landmarks. The default recipe's GAK member is mapped by Nyström
+(N M alignments of O(T^2) each).
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+import torch
+from sklearn.base import clone
+
+from ._approximation import (
+    APPROXIMATIONS,
+    LANDMARK_RULES,
+    _subset,
+    make_feature_map,
+)
+from ._feature_scorers import (
+    FeatureKNN,
+    FeatureMeanEmbedding,
+    FeatureSpectralSupport,
+    FeatureVarianceNorm,
+)
+from ._members import CALIBRATION_FOLDS, LOO_MAX, Member, preprocess_mode
+
+__all__ = ["ApproximateMember", "check_approximation", "make_member", "FEATURE_SCORERS"]
+
+#: At most this many corpus series are held out for the calibration scores.
+CALIBRATION_MAX = 1000
+#: Series mapped and scored at a time by ``novelty``.
+SCORE_BATCH = 8192
+#: The scorers available on features.
+FEATURE_SCORERS = ("conformance", "mahalanobis", "sse", "knn", "mean_embedding")
+
+
+def check_approximation(approximation, n_components, landmarks) -> None:
+    """Validate the detector's approximation parameters (clear messages)."""
+    if approximation is not None and approximation not in APPROXIMATIONS:
+        raise ValueError(
+            f"`approximation` must be None, 'nystroem' or 'features', got {approximation!r}"
+        )
+    if isinstance(n_components, bool) or not isinstance(n_components, Integral) or n_components < 2:
+        raise ValueError(f"`n_components` must be an integer >= 2, got {n_components!r}")
+    if landmarks not in LANDMARK_RULES:
+        raise ValueError(f"`landmarks` must be one of {LANDMARK_RULES}, got {landmarks!r}")
+
+
+def make_member(spec, approximation, n_components, landmarks, seed, n_corpus):
+    """An exact :class:`Member` (no approximation, or N <= n_components) or an
+    :class:`ApproximateMember`."""
+    if approximation is None or n_corpus <= n_components:
+        return Member(spec)
+    if spec.scorer not in FEATURE_SCORERS:
+        raise ValueError(
+            f"scorer={spec.scorer!r} has no feature-space version; with approximation="
+            f"{approximation!r} use one of {FEATURE_SCORERS}"
+        )
+    return ApproximateMember(spec, approximation, n_components, landmarks, seed)
+
+
+def make_feature_scorer(spec, n_corpus: int | None = None):
+    params = dict(spec.scorer_params or {})
+    if spec.scorer in ("conformance", "mahalanobis"):
+        if spec.rank is not None:
+            params["max_rank"] = int(spec.rank)
+        return FeatureVarianceNorm(**params)
+    if spec.scorer == "knn":
+        if n_corpus is not None and params.get("n_neighbors", 1) > n_corpus:
+            params["n_neighbors"] = n_corpus
+        return FeatureKNN(**params)
+    return {"sse": FeatureSpectralSupport, "mean_embedding": FeatureMeanEmbedding}[spec.scorer](
+        **params
+    )
+
+
+def feature_novelty(spec, scorer, Phi: torch.Tensor, diag: torch.Tensor) -> torch.Tensor:
+    if spec.scorer == "conformance":
+        return scorer.conformance(Phi, float(spec.alpha))
+    if spec.scorer == "mahalanobis":
+        return scorer.mahalanobis(Phi, float(spec.alpha))
+    return scorer.score(Phi, diag)
+
+
+def _has_exact_features(kernel) -> bool:
+    import tskernels as tk
+
+    if isinstance(kernel, tk.RandomizedSignatureKernel):
+        return True
+    return isinstance(kernel, tk.RandomConvolutionKernel) and (
+        kernel.static is None or type(kernel.static) is tk.Linear
+    )
+
+
+class ApproximateMember(Member):
+    """A member on Nyström or random features (module docstring); ``novelty(X)`` and
+    ``calibration_`` as :class:`Member`, plus ``features_`` (the fitted map),
+    ``calibration_indices_`` (H, into the corpus)."""
+
+    def __init__(self, spec, approximation, n_components, landmarks="uniform", seed=0):
+        super().__init__(spec)
+        self.approximation = approximation
+        self.n_components = n_components
+        self.landmarks = landmarks
+        self.seed = seed
+
+    def fit(self, X, preprocessors: dict) -> ApproximateMember:
+        spec = self.spec
+        Z = self._prepare(X, preprocessors, fit=True)
+        N = len(Z)
+        rng = np.random.default_rng(self.seed)
+        H = np.sort(rng.choice(N, size=min(CALIBRATION_MAX, N // 2), replace=False))
+        rest = np.setdiff1d(np.arange(N), H)
+        kernel = clone(spec.kernel)
+        if hasattr(kernel, "fit"):
+            kernel.fit(_subset(Z, rest))
+        approximation = self.approximation
+        if approximation == "nystroem" and _has_exact_features(kernel):
+            approximation = "features"
+        fmap = make_feature_map(
+            kernel,
+            approximation,
+            self.n_components,
+            landmarks=self.landmarks,
+            normalize=bool(spec.normalize),
+            seed=self.seed,
+        ).fit(Z, candidates=rest)
+        Phi, diag = fmap.transform(Z)
+        self.kernel_ = kernel
+        self.corpus_ = Z
+        self.features_ = fmap
+        self.approximation_ = approximation
+        auto = spec.name != ""
+        self.scorer_ = make_feature_scorer(spec, N if auto else None).fit(Phi, diag)
+        self.calibration_indices_ = H
+        self.calibration_ = self._held_out(Phi, diag, H, auto)
+        return self
+
+    def _held_out(self, Phi, diag, H: np.ndarray, auto: bool) -> np.ndarray:
+        spec = self.spec
+        if spec.scorer == "knn":
+            return self.scorer_.leave_one_out(torch.from_numpy(H)).numpy()
+        out = np.empty(H.size)
+        if H.size <= LOO_MAX:
+            folds = [np.array([i]) for i in range(H.size)]
+        else:
+            folds = np.array_split(np.arange(H.size), CALIBRATION_FOLDS)  # H is random already
+        keep = torch.ones(Phi.shape[0], dtype=torch.bool)
+        for f in folds:
+            rows = torch.from_numpy(H[f])
+            keep[rows] = False
+            scorer = make_feature_scorer(spec, int(keep.sum()) if auto else None)
+            scorer.fit(Phi[keep], diag[keep])
+            out[f] = feature_novelty(spec, scorer, Phi[rows], diag[rows]).numpy()
+            keep[rows] = True
+        return out
+
+    def grams(self, X):
+        raise NotImplementedError(
+            "an approximate member has no Gram against the corpus: use features_.transform"
+        )
+
+    def novelty(self, X) -> np.ndarray:
+        Z = X if preprocess_mode(self.spec.preprocess) is None else self.preprocessor_.transform(X)
+        n = len(Z)
+        out = np.empty(n)
+        for i in range(0, n, SCORE_BATCH):
+            Phi, diag = self.features_.transform(_subset(Z, slice(i, i + SCORE_BATCH)))
+            out[i : i + Phi.shape[0]] = feature_novelty(self.spec, self.scorer_, Phi, diag).numpy()
+        return out

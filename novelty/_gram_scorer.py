@@ -1,0 +1,288 @@
+r"""The one contract of the novelty scorers on Gram matrices, and their registry.
+
+A :class:`GramScorer` is fitted on the Gram matrix of a corpus of normal points and scores new
+points from their kernel values against the corpus:
+
+- ``fit(K)``: ``K`` (N, N), :math:`K_{ij} = k(x_i, x_j)`, numpy or torch; returns ``self``;
+- ``score(K_test, diag_test)``: ``K_test`` (n_test, N), :math:`k(y_t, x_i)`, and ``diag_test``
+  (n_test,), :math:`k(y_t, y_t)`; returns a float64 numpy array (n_test,), **higher = more
+  novel**;
+- ``sweep(K_test, diag_test, axis_values, ranks)`` (scorers with a hyper-parameter axis): the
+  scores for every value of the axis and every rank at once, array (n_axis, n_rank, n_test),
+  equal to refitting with each (value, rank) and calling ``score``.
+
+As in scikit-learn, ``__init__`` only stores parameters; each scorer declares its parameters'
+constraints once (``_parameter_constraints``) and they are checked in ``fit`` and again in
+``score``, so ``set_params`` cannot slip a bad value past them; fitted attributes end in ``_``
+and every post-fit method starts with scikit-learn's ``check_is_fitted``.
+
+:func:`scorer_registry` maps each scorer name to its class; the detector, the experiments and
+the tests read that one list. Capabilities are class attributes (tags): ``sweep_axis``,
+``rank_param``, ``requires_diag``, ``requires_normalized``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABCMeta, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from numbers import Integral, Real
+from types import MappingProxyType
+from typing import ClassVar
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_corpus_gram, check_cross_gram, check_test_diag
+
+__all__ = [
+    "GramScorer",
+    "Interval",
+    "Options",
+    "ScorerNotFittedError",
+    "check_fitted",
+    "scorer_name",
+    "scorer_registry",
+    "validate_params",
+]
+
+
+# ---------------------------------------------------------------------------- constraints
+@dataclass(frozen=True)
+class Interval:
+    """A number of type ``kind`` (``Integral`` or ``Real``) in an interval; booleans and
+    non-finite floats are rejected; ``none=True`` also accepts None.
+
+    ``closed``: "left", "right", "both" or "neither" (which bounds belong to the interval).
+    """
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+    none: bool = False
+
+    def check(self, name: str, value) -> None:
+        if value is None and self.none:
+            return
+        ok = not isinstance(value, bool) and isinstance(value, self.kind)
+        if ok and self.kind is Real:
+            ok = math.isfinite(value)
+        if ok and self.low is not None:
+            ok = value >= self.low if self.closed in ("left", "both") else value > self.low
+        if ok and self.high is not None:
+            ok = value <= self.high if self.closed in ("right", "both") else value < self.high
+        if not ok:
+            raise ValueError(f"`{name}` must be {self.describe()}, got {value!r}")
+
+    def describe(self) -> str:
+        what = "an integer" if self.kind is Integral else "a float"
+        lo, hi = self.low, self.high
+        if hi is None and lo == 0 and self.kind is Real:
+            closed = self.closed in ("left", "both")
+            what = ("a non-negative" if closed else "a positive") + " float"
+        elif hi is None and lo is not None:
+            what += f" {'>=' if self.closed in ('left', 'both') else '>'} {lo}"
+        elif lo is not None and hi is not None:
+            left = "[" if self.closed in ("left", "both") else "("
+            right = "]" if self.closed in ("right", "both") else ")"
+            what += f" in {left}{lo}, {hi}{right}"
+        return ("None or " if self.none else "") + what
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of the given strings."""
+
+    values: tuple[str, ...]
+
+    def check(self, name: str, value) -> None:
+        if not isinstance(value, str) or value not in self.values:
+            raise ValueError(f"`{name}` must be one of {self.values}, got {value!r}")
+
+
+def validate_params(estimator) -> None:
+    """Check every constructor parameter of ``estimator`` against its class's
+    ``_parameter_constraints`` (a parameter without a declared constraint is a bug of the
+    class and raises TypeError)."""
+    constraints = type(estimator)._parameter_constraints
+    for name, value in estimator.get_params(deep=False).items():
+        if name not in constraints:
+            raise TypeError(
+                f"{type(estimator).__name__} declares no constraint for its parameter `{name}`"
+            )
+        constraints[name].check(name, value)
+
+
+class ScorerNotFittedError(NotFittedError, RuntimeError):
+    """scikit-learn's ``NotFittedError`` (a ValueError and AttributeError), and a RuntimeError
+    as the scorers raised before they shared this contract."""
+
+
+def check_fitted(estimator) -> None:
+    """scikit-learn's ``check_is_fitted``, raising :class:`ScorerNotFittedError`."""
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError as err:
+        raise ScorerNotFittedError(str(err)) from None
+
+
+def as_numpy(t: torch.Tensor) -> np.ndarray:
+    """A float64 numpy array from a tensor on any device."""
+    return t.detach().cpu().numpy().astype(np.float64, copy=False)
+
+
+# ---------------------------------------------------------------------------- base class
+class GramScorer(BaseEstimator, metaclass=ABCMeta):
+    """Base class of the novelty scorers on Gram matrices (module docstring).
+
+    Subclasses implement ``_fit(K)`` (``K`` a checked float64 tensor (N, N); set the fitted
+    attributes, ending in ``_``) and ``_score(K_test, diag_test)`` (checked tensors; return a
+    tensor (n_test,), higher = more novel), declare ``_parameter_constraints`` and their tags,
+    and, when ``sweep_axis`` is set, implement ``_sweep``.
+
+    Tags (class attributes)
+    -----------------------
+    sweep_axis : str or None, the constructor parameter that ``sweep`` varies ("alpha", "lam").
+    rank_param : str or None, the constructor parameter capping the rank that ``sweep``'s
+        ``ranks`` vary (``"max_rank"``); None when the scorer has no rank axis.
+    requires_diag : bool, whether ``score`` needs ``diag_test``.
+    requires_normalized : bool, whether the kernel must be normalised, k(x, x) = 1.
+    """
+
+    _parameter_constraints: ClassVar[dict] = {}
+    sweep_axis: ClassVar[str | None] = None
+    rank_param: ClassVar[str | None] = None
+    requires_diag: ClassVar[bool] = True
+    requires_normalized: ClassVar[bool] = False
+
+    def fit(self, K, y=None) -> GramScorer:
+        """Fit on the corpus Gram ``K`` (N, N), numpy or torch (``y`` is ignored)."""
+        validate_params(self)
+        K = check_corpus_gram(K, "K_corpus")
+        self._fit(K)
+        self._device = K.device
+        self.n_corpus_ = K.shape[0]
+        return self
+
+    def score(self, K_test, diag_test=None) -> np.ndarray:
+        """Novelty score per test point (higher = more novel), float64 array (n_test,).
+
+        ``K_test``: (n_test, N), k(test, corpus); ``diag_test``: (n_test,), k(test, test)."""
+        return as_numpy(self._score(*self._check_test(K_test, diag_test)))
+
+    def sweep(self, K_test, diag_test=None, axis_values=None, ranks=None) -> np.ndarray:
+        """Scores for every value of ``sweep_axis`` and every rank, array (n_axis, n_rank,
+        n_test); entry (a, r) equals ``score`` after refitting with
+        ``set_params(**{sweep_axis: axis_values[a], rank_param: ranks[r]})``.
+
+        ``axis_values``: a non-empty sequence (None: the scorer's own value). ``ranks``: a
+        sequence of ints (None: every rank kept at fit, 1..M; a scorer without a rank axis
+        takes None only, n_rank = 1)."""
+        if self.sweep_axis is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} has no hyper-parameter axis to sweep; use score"
+            )
+        Kt, dt = self._check_test(K_test, diag_test)
+        if axis_values is None:
+            axis_values = [getattr(self, self.sweep_axis)]
+        if isinstance(axis_values, (str, bytes)) or not hasattr(axis_values, "__len__"):
+            raise ValueError(
+                f"`axis_values` must be a sequence of `{self.sweep_axis}` values, got "
+                f"{axis_values!r}"
+            )
+        values = list(axis_values)
+        if not values:
+            raise ValueError(f"`axis_values` is empty: give at least one `{self.sweep_axis}`")
+        check = self._parameter_constraints[self.sweep_axis]
+        for v in values:
+            check.check(self.sweep_axis, v)
+        if ranks is not None:
+            if self.rank_param is None:
+                raise ValueError(f"{type(self).__name__} has no rank axis: pass ranks=None")
+            ranks = list(ranks)
+            if not ranks:
+                raise ValueError("`ranks` is empty: give at least one rank, or None for all")
+            for r in ranks:
+                Interval(Integral, 1, None, "left").check("ranks", r)
+        return as_numpy(self._sweep(Kt, dt, values, ranks))
+
+    # ------------------------------------------------------------------ internals
+    def _check_test(self, K_test, diag_test) -> tuple[torch.Tensor, torch.Tensor | None]:
+        check_fitted(self)
+        validate_params(self)
+        Kt = check_cross_gram(K_test, self.n_corpus_, "K_test_corpus", self._device)
+        if diag_test is None:
+            if self.requires_diag:
+                raise ValueError(
+                    f"{type(self).__name__}.score needs `k_test_diag`, k(x, x) per test point"
+                )
+            return Kt, None
+        return Kt, check_test_diag(diag_test, Kt.shape[0], "k_test_diag", self._device)
+
+    @abstractmethod
+    def _fit(self, K: torch.Tensor) -> None: ...
+
+    @abstractmethod
+    def _score(self, K_test: torch.Tensor, diag_test: torch.Tensor | None) -> torch.Tensor: ...
+
+    def _sweep(self, K_test, diag_test, values: list, ranks: list[int] | None) -> torch.Tensor:
+        raise NotImplementedError  # pragma: no cover (only called when sweep_axis is set)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = True  # fit takes a Gram: cross-validation slices both axes
+        tags.non_deterministic = False
+        return tags
+
+
+# ---------------------------------------------------------------------------- registry
+_REGISTRY: dict[str, type[GramScorer]] = {}
+
+
+def scorer_registry() -> Mapping[str, type[GramScorer]]:
+    """Read-only mapping scorer name -> :class:`GramScorer` subclass, in a fixed order:
+
+    ========================  ===============================  ==========  ===========
+    name                      class                            sweep_axis  rank_param
+    ========================  ===============================  ==========  ===========
+    ``"conformance"``         :class:`ConformanceScorer`       alpha       max_rank
+    ``"mahalanobis"``         :class:`MahalanobisScorer`       alpha       max_rank
+    ``"sse"``                 :class:`SpectralSupport`         lam         --
+    ``"sosrep"``              :class:`SOSREPScorer`            --          --
+    ``"knn"``                 :class:`KNNScorer`               --          --
+    ``"mean_embedding"``      :class:`MeanEmbeddingScorer`     --          --
+    ``"ocsvm"``               :class:`OCSVMScorer`             --          --
+    ========================  ===============================  ==========  ===========
+
+    The mean-kNN rule (ROCKAD's) is ``KNNScorer(aggregate="mean")``.
+    """
+    if not _REGISTRY:
+        from ._baselines import KNNScorer, MeanEmbeddingScorer, OCSVMScorer
+        from ._sosrep import SOSREPScorer
+        from ._spectral_support import SpectralSupport
+        from ._variance_norm import ConformanceScorer, MahalanobisScorer
+
+        _REGISTRY.update(
+            conformance=ConformanceScorer,
+            mahalanobis=MahalanobisScorer,
+            sse=SpectralSupport,
+            sosrep=SOSREPScorer,
+            knn=KNNScorer,
+            mean_embedding=MeanEmbeddingScorer,
+            ocsvm=OCSVMScorer,
+        )
+    return MappingProxyType(_REGISTRY)
+
+
+def scorer_name(scorer) -> str:
+    """The registry name of a scorer instance or class (its class name if unregistered)."""
+    cls = scorer if isinstance(scorer, type) else type(scorer)
+    for name, registered in scorer_registry().items():
+        if registered is cls:
+            return name
+    return cls.__name__

@@ -1,0 +1,421 @@
+"""Input checks and converters of the project: one converter per kind of input, one rule per
+kind of parameter. The other packages (``novelty``, ``density``, ``experiments``) import
+these from here, never from a private module.
+
+Converters (numpy or torch in, torch out on the requested device and dtype):
+
+- :func:`as_series_batch`: a batch of series, an (n, T, d) array or a list of (T_i, d)
+  arrays, as a :class:`SeriesBatch` (one forward-fill padded tensor plus the lengths);
+- :func:`as_series_arrays`: the same inputs as float64 numpy (the pre-processing side);
+- :func:`as_points`: points of R^d, an (n, d) array;
+- :func:`as_gram`: a Gram matrix (or any kernel-valued array), float64.
+
+Each converter checks shape, dtype (real numbers) and finiteness once. A :class:`SeriesBatch`
+is checked by construction: passing one back to :func:`as_series_batch` (or to a kernel's
+``gram``/``diag``) moves it to the requested device and dtype without a second scan, the
+fast path for internal callers that validated at the outermost public call. ``as_points``
+and ``as_gram`` take ``assume_checked=True`` for the same purpose (conversion only).
+
+Parameters: :func:`check_positive`, :func:`check_nonnegative`, :func:`check_int`,
+:func:`check_bool`, :func:`check_option`, and :func:`check_n_jobs`, the one ``n_jobs`` rule of
+every kernel: ``None`` (the library's default thread count), ``-1`` (all cores) or a positive
+integer; anything else raises. :func:`resolve_n_jobs` turns it into a thread count.
+Messages read "`sigma` must be a positive float, got -1.0".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+
+__all__ = [
+    "SeriesBatch",
+    "all_finite",
+    "as_gram",
+    "as_points",
+    "as_series_arrays",
+    "as_series_batch",
+    "check_bool",
+    "check_channels",
+    "check_finite",
+    "check_int",
+    "check_n_jobs",
+    "check_nonnegative",
+    "check_option",
+    "check_positive",
+    "resolve_device",
+    "resolve_dtype",
+    "resolve_n_jobs",
+]
+
+
+# ---------------------------------------------------------------------------- parameters
+def resolve_dtype(dtype) -> torch.dtype:
+    """``None`` -> float64; accepts torch dtypes and the strings 'float32'/'float64'."""
+    if dtype is None:
+        return torch.float64
+    if isinstance(dtype, str):
+        try:
+            dtype = getattr(torch, dtype)
+        except AttributeError:
+            raise ValueError(f"`dtype` must be float32 or float64, got {dtype!r}") from None
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"`dtype` must be torch.float32 or torch.float64, got {dtype!r}")
+    return dtype
+
+
+def resolve_device(device) -> torch.device:
+    """``None`` -> cpu. A CUDA device that is not available raises."""
+    try:
+        device = torch.device("cpu" if device is None else device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"`device` must be a torch device or its name, got {device!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"`device` is {device} but CUDA is not available on this machine")
+    return device
+
+
+def check_positive(value, name: str) -> float:
+    """A finite float > 0."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
+    return float(value)
+
+
+def check_nonnegative(value, name: str) -> float:
+    """A finite float >= 0."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+        raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
+    if value < 0:
+        raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
+    return float(value)
+
+
+def check_int(value, name: str, minimum: int = 1) -> int:
+    """An integer >= ``minimum`` (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_bool(value, name: str) -> bool:
+    """True or False (numpy bools accepted)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"`{name}` must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_option(value, name: str, options: Sequence) -> object:
+    """One of ``options``."""
+    if any(value is o or (type(value) is type(o) and value == o) for o in options):
+        return value
+    shown = ", ".join(repr(o) for o in options)
+    raise ValueError(f"`{name}` must be one of {shown}, got {value!r}")
+
+
+def check_n_jobs(n_jobs, name: str = "n_jobs") -> int | None:
+    """The ``n_jobs`` rule shared by every kernel: ``None`` (the library's default thread
+    count), ``-1`` (all cores) or a positive integer; returns it as an int (or None)."""
+    if n_jobs is None:
+        return None
+    if (
+        isinstance(n_jobs, bool)
+        or not isinstance(n_jobs, Integral)
+        or (n_jobs < 1 and n_jobs != -1)
+    ):
+        raise ValueError(
+            f"`{name}` must be -1 or a positive integer (or None: the default), got {n_jobs!r}"
+        )
+    return int(n_jobs)
+
+
+def resolve_n_jobs(n_jobs, cap: int | None = None) -> int | None:
+    """Thread count for ``n_jobs`` (checked): None stays None (keep the current setting),
+    -1 is ``cap`` (default: the machine's cores), a positive integer is capped at ``cap``."""
+    n = check_n_jobs(n_jobs)
+    if n is None:
+        return None
+    cap = cap if cap is not None else (os.cpu_count() or 1)
+    return cap if n == -1 else min(n, cap)
+
+
+# ---------------------------------------------------------------------------- values
+def all_finite(t: torch.Tensor) -> bool:
+    """True when every entry is finite. One reduction, no mask: a NaN or Inf entry makes the
+    sum non-finite; only a sum that overflows needs the entrywise check."""
+    if t.numel() == 0 or bool(torch.isfinite(t.sum())):
+        return True
+    return bool(torch.isfinite(t).all())
+
+
+def _first_bad(t: torch.Tensor) -> tuple[tuple[int, ...], str, int]:
+    bad = ~torch.isfinite(t)
+    idx = tuple(int(i) for i in torch.nonzero(bad)[0].tolist())
+    kind = "NaN" if bool(torch.isnan(t[idx])) else "infinite"
+    return idx, kind, int(bad.sum())
+
+
+def check_finite(t: torch.Tensor, name: str, remedy: str = "impute or drop them first") -> None:
+    """ValueError naming the first NaN/Inf entry of ``t`` (one reduction when clean)."""
+    if all_finite(t):
+        return
+    idx, kind, count = _first_bad(t)
+    where = f"row {idx[0]}, column {idx[1]}" if t.ndim == 2 else f"index {idx}"
+    raise ValueError(
+        f"`{name}` contains NaN or infinite values ({count} of {t.numel()}; first: {kind} at "
+        f"{where}); {remedy}"
+    )
+
+
+def _to_tensor(a, name: str, dtype: torch.dtype | None, device) -> torch.Tensor:
+    """A real tensor from a numpy array-like or a tensor, cast to ``dtype`` on ``device``
+    (``None``: keep the tensor's device; numpy input lands on the CPU)."""
+    if isinstance(a, torch.Tensor):
+        t = a.detach()
+    else:
+        arr = np.asarray(a)
+        if arr.dtype == object:
+            raise TypeError(
+                f"`{name}` holds objects; it must be a numeric array (numbers), got dtype object"
+            )
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+            raise TypeError(f"`{name}` must hold numbers (a numeric array), got dtype {arr.dtype}")
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    if t.is_complex():
+        raise TypeError(f"`{name}` must be real-valued, got {t.dtype}")
+    out = t.to(device=t.device if device is None else device, dtype=dtype)
+    if out.dtype != t.dtype and t.is_floating_point() and not all_finite(out) and all_finite(t):
+        raise ValueError(
+            f"`{name}` holds values beyond the {dtype} range (max |x| = "
+            f"{float(t.abs().max()):.3g}); use dtype=torch.float64 or rescale the data"
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------- series
+@dataclass
+class SeriesBatch:
+    """A checked batch of series on one device and dtype (finite, n >= 1, T >= 1, d >= 1).
+
+    values: Tensor (n, T_max, d), forward-fill padded past each series' length.
+    lengths: LongTensor (n,) of true lengths (all equal to T_max for an equal-length batch).
+    """
+
+    values: torch.Tensor
+    lengths: torch.Tensor
+
+    @property
+    def n(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def length(self) -> int:
+        return self.values.shape[1]
+
+    @property
+    def d(self) -> int:
+        return self.values.shape[2]
+
+    @property
+    def equal_length(self) -> bool:
+        return bool((self.lengths == self.values.shape[1]).all())
+
+    def __getitem__(self, index: slice) -> SeriesBatch:
+        values, lengths = self.values[index], self.lengths[index]
+        if lengths.numel() and int(lengths.max()) < values.shape[1]:
+            values = values[:, : int(lengths.max())]
+        return SeriesBatch(values, lengths)
+
+    def to(self, *, device=None, dtype=None) -> SeriesBatch:
+        """The batch on ``device`` in ``dtype`` (itself when both already match)."""
+        v = self.values
+        if (device is None or v.device == torch.device(device)) and (
+            dtype is None or v.dtype == dtype
+        ):
+            return self
+        return SeriesBatch(v.to(device=device, dtype=dtype), self.lengths.to(device))
+
+    def to_list(self) -> list[torch.Tensor]:
+        return [self.values[i, : int(L)] for i, L in enumerate(self.lengths.tolist())]
+
+
+def as_series_batch(
+    X,
+    *,
+    name: str = "X",
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str = "cpu",
+) -> SeriesBatch:
+    """Validate and convert (n, T, d) arrays or lists of (T_i, d) arrays to a SeriesBatch.
+
+    A :class:`SeriesBatch` is already checked: it is only moved (no copy when it is on
+    ``device`` in ``dtype`` already, and no second NaN scan).
+    """
+    if isinstance(X, SeriesBatch):
+        return X.to(device=device, dtype=dtype)
+    device = torch.device(device)
+    if isinstance(X, (list, tuple)):
+        if len(X) == 0:
+            raise ValueError(f"`{name}` is empty: need at least one series")
+        items = []
+        for i, x in enumerate(X):
+            t = _to_tensor(x, f"{name}[{i}]", dtype, device)
+            if t.ndim != 2:
+                raise ValueError(
+                    f"`{name}[{i}]` must be a 2-D array (T_i, d) in a list of series, "
+                    f"got ndim={t.ndim}"
+                )
+            if t.shape[0] == 0:
+                raise ValueError(f"`{name}[{i}]` has length 0: every series needs a time step")
+            items.append(t)
+        dims = {t.shape[1] for t in items}
+        if len(dims) > 1:
+            raise ValueError(f"series in `{name}` have different channel counts: {sorted(dims)}")
+        if 0 in dims:
+            raise ValueError(f"series in `{name}` have d = 0 channels")
+        for i, t in enumerate(items):
+            check_finite(t, f"{name}[{i}]", "impute or drop them before computing a kernel")
+        lengths = torch.tensor([t.shape[0] for t in items], dtype=torch.long, device=device)
+        T = int(lengths.max())
+        values = torch.stack([torch.cat([t, t[-1:].expand(T - t.shape[0], -1)]) for t in items])
+        return SeriesBatch(values.contiguous(), lengths)
+    t = _to_tensor(X, name, dtype, device)
+    if t.ndim != 3:
+        raise ValueError(
+            f"`{name}` must be a 3-D array (n, T, d) or a list of (T_i, d) arrays, "
+            f"got an array with ndim={t.ndim} and shape {tuple(t.shape)}"
+        )
+    if t.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty: need at least one series, got shape {tuple(t.shape)}")
+    if t.shape[1] == 0 or t.shape[2] == 0:
+        raise ValueError(f"`{name}` has a zero-sized axis: shape {tuple(t.shape)}")
+    check_finite(t, name, "impute or drop them before computing a kernel")
+    lengths = torch.full((t.shape[0],), t.shape[1], dtype=torch.long, device=device)
+    return SeriesBatch(t.contiguous(), lengths)
+
+
+def _series_array(x, name: str) -> np.ndarray:
+    """One float64 numpy series (T, d), checked non-empty and finite."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    x = np.asarray(x)
+    if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
+        raise TypeError(f"`{name}` must hold numbers (a numeric array), got dtype {x.dtype}")
+    if np.iscomplexobj(x):
+        raise TypeError(f"`{name}` must be real-valued, got {x.dtype}")
+    return np.asarray(x, dtype=np.float64)
+
+
+def _check_finite_array(x: np.ndarray, name: str) -> None:
+    if np.isfinite(x).all():
+        return
+    idx = tuple(int(i) for i in np.argwhere(~np.isfinite(x))[0])
+    kind = "NaN" if np.isnan(x[idx]) else "infinite"
+    raise ValueError(
+        f"`{name}` contains NaN or infinite values (first: {kind} at index {idx}); impute or "
+        "drop them first"
+    )
+
+
+def as_series_arrays(X, *, name: str = "X") -> tuple[np.ndarray | list[np.ndarray], bool]:
+    """The numpy side of :func:`as_series_batch`: ``(array (n, T, d), True)`` or ``(list of
+    (T_i, d) arrays, False)``, float64, checked (non-empty, one channel count, finite). A list
+    of equal-length series gives the stacked array (the container never changes a result)."""
+    if isinstance(X, SeriesBatch):
+        X = [x.cpu().numpy() for x in X.to_list()]
+    if isinstance(X, (list, tuple)):
+        if len(X) == 0:
+            raise ValueError(f"`{name}` is empty: need at least one series")
+        out = []
+        for i, x in enumerate(X):
+            x = _series_array(x, f"{name}[{i}]")
+            if x.ndim != 2 or x.shape[0] == 0:
+                raise ValueError(f"`{name}[{i}]` must be a non-empty 2-D array (T_i, d)")
+            _check_finite_array(x, f"{name}[{i}]")
+            out.append(x)
+        if len({x.shape[1] for x in out}) > 1:
+            raise ValueError(f"series in `{name}` have different channel counts")
+        if len({x.shape[0] for x in out}) == 1:
+            return np.stack(out), True
+        return out, False
+    X = _series_array(X, name)
+    if X.ndim != 3:
+        raise ValueError(f"`{name}` must be a 3-D array (n, T, d), got ndim={X.ndim}")
+    if X.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty: need at least one series")
+    _check_finite_array(X, name)
+    return X, True
+
+
+def check_channels(X: SeriesBatch, Y: SeriesBatch) -> None:
+    if X.d != Y.d:
+        raise ValueError(f"channel mismatch: `X` has d={X.d} channels but `Y` has d={Y.d}")
+
+
+def is_sequence_of_series(X) -> bool:
+    return isinstance(X, Sequence) and not isinstance(X, (str, bytes))
+
+
+# ---------------------------------------------------------------------------- points
+def as_points(
+    X,
+    *,
+    name: str = "X",
+    dtype: torch.dtype = torch.float64,
+    device=None,
+    min_samples: int = 1,
+    n_features: int | None = None,
+    assume_checked: bool = False,
+) -> torch.Tensor:
+    """Validated (n, d) tensor of points of R^d: real, finite, n >= ``min_samples``, d >= 1;
+    ``n_features`` (when given) is the d seen at fit, a different d raises. ``device=None``
+    keeps a tensor's device (numpy input lands on the CPU). ``assume_checked=True``: the
+    caller checked ``X`` already (conversion only, no shape or finiteness scan)."""
+    t = _to_tensor(X, name, dtype, device)
+    if assume_checked:
+        return t
+    if t.ndim != 2:
+        raise ValueError(
+            f"`{name}` must be a 2-D array (n_samples, n_features) of points, got shape "
+            f"{tuple(t.shape)}"
+        )
+    n, d = t.shape
+    if d == 0:
+        raise ValueError(f"`{name}` has d = 0 features; need at least one column")
+    if n < min_samples:
+        what = "is empty: it " if n == 0 else ""
+        raise ValueError(f"`{name}` {what}has {n} sample(s); need at least {min_samples}")
+    if n_features is not None and d != n_features:
+        raise ValueError(f"`{name}` has {d} features but the estimator was fitted on {n_features}")
+    check_finite(t, name)
+    return t
+
+
+# ---------------------------------------------------------------------------- Grams
+def as_gram(
+    K,
+    *,
+    name: str = "K",
+    dtype: torch.dtype = torch.float64,
+    device=None,
+    assume_checked: bool = False,
+) -> torch.Tensor:
+    """A real, finite Gram matrix (or kernel-valued array of any shape) as a ``dtype`` torch
+    tensor on ``device`` (``None``: a tensor's own device, the CPU for numpy).
+    ``assume_checked=True``: conversion only (the caller checked ``K``)."""
+    t = _to_tensor(K, name, dtype, device)
+    if not assume_checked and not all_finite(t):
+        idx, _, count = _first_bad(t)
+        raise ValueError(
+            f"`{name}` contains NaN or infinite entries ({count} of {t.numel()}, first "
+            f"at {idx}); the kernel diverged or the data hold NaN: fix the kernel parameters or "
+            "the data, the scorers never replace such entries"
+        )
+    return t
