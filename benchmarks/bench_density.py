@@ -74,7 +74,7 @@ def bench_kde(sizes, repeats):
         out = {}
 
         def ours(X=X, Y=Y, out=out):
-            out["ours"] = KDE(GaussianKernel(0.3)).fit(X).score_samples(Y).numpy()
+            out["ours"] = KDE(GaussianKernel(0.3)).fit(X).score_samples(Y)
 
         def peer(X=X, Y=Y, out=out):
             kd = KernelDensity(kernel="gaussian", bandwidth=0.3)  # exact (rtol = atol = 0)
@@ -89,9 +89,7 @@ def bench_kde(sizes, repeats):
 
 
 def bench_adbench(names, repeats):
-    from pathlib import Path
-
-    from experiments.adbench import DEFAULT_DATA_DIR, METHODS, load_split
+    from experiments.adbench import METHODS, data_dir, load_split
 
     print("\n## ADBench SOSREP-SDO end to end (fit + select + score), seconds")
     print("| data set | n_train | d | seconds (median) | AUC-ROC |")
@@ -99,7 +97,7 @@ def bench_adbench(names, repeats):
     from sklearn.metrics import roc_auc_score
 
     for name in names:
-        Xtr, Xte, _, yte = load_split(Path(DEFAULT_DATA_DIR) / f"{name}.npz", 0)
+        Xtr, Xte, _, yte = load_split(data_dir() / f"{name}.npz", 0)
         ts = []
         for _ in range(repeats):
             t0 = time.perf_counter()

@@ -91,7 +91,7 @@ class CLIError(Exception):
 
 def default_data_dir() -> Path:
     env = os.environ.get("TSKERNELS_DATA")
-    return Path(env) if env else REPO.parent / "shared" / "data" / "uea"
+    return Path(env) if env else REPO / "data" / "uea"  # git-ignored; copy or link the sets there
 
 
 # -- problems --------------------------------------------------------------------------------
@@ -768,7 +768,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--methods", nargs="+", default=None, help="names or groups (ours, peers)")
     r.add_argument("--extra", action="append", default=[], metavar="NAME=EXPR")
     r.add_argument("--seeds", nargs="+", type=int, default=[0])
-    r.add_argument("--data-dir", default=None, help="default $TSKERNELS_DATA or ../shared/data/uea")
+    r.add_argument("--data-dir", default=None, help="default $TSKERNELS_DATA, else data/uea")
     r.add_argument("--store", default=str(DEFAULT_STORE))
     r.add_argument("--max-corpus", type=int, default=MAX_CORPUS)
     r.add_argument("--max-test", type=int, default=MAX_TEST)

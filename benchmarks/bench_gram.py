@@ -61,7 +61,7 @@ def main(argv=None) -> None:
     print(f"{'kernel':<22}{'median s':>10}{'q1':>10}{'q3':>10}")
     registry = tskernels.kernel_registry()
     for name in args.kernels or sorted(registry):
-        if device != "cpu" and not registry[name].gpu:
+        if device != "cpu" and not registry[name].get_tag("gpu"):
             print(f"{name:<22}{'(no GPU support: skipped)':>30}")
             continue
         kernel = registry[name].fitted_example(Xd).set_params(device=device)

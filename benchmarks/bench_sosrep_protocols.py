@@ -114,7 +114,7 @@ def _estimator(kind: str, kernel_name: str, d: int, seed: int, ells: np.ndarray)
 def _anomaly_score(est, kind: str, kernel_name: str, Xte: np.ndarray) -> np.ndarray:
     if kind == "KDE" and kernel_name == "SDO":  # signed density without its constant factor
         return -est.expansion_.raw_value(est._check_X(Xte)).double().numpy()
-    return -est.score_samples(Xte).double().numpy()
+    return -est.score_samples(Xte)
 
 
 def density_method(name: str, Xtr, Xte, yte, seed: int) -> tuple[float, dict]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import torch
 
 from ._kernels import VectorKernel
-from ._sosrep import FittedExpansionEstimator, _fit_kernel
+from ._sosrep import FittedExpansionEstimator, _fit_kernel, to_numpy
 
 __all__ = ["KDE"]
 
@@ -45,8 +46,9 @@ class KDE(FittedExpansionEstimator):
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def score_samples(self, X) -> torch.Tensor:
-        r""":math:`\log \hat p(x)` (n,); ``-inf`` where a random-feature estimate is <= 0."""
+    def score_samples(self, X) -> np.ndarray:
+        r""":math:`\log \hat p(x)`, float64 numpy (n,); ``-inf`` where a random-feature
+        estimate is <= 0."""
         X = self._check_X(X)
         e = self.expansion_
         if e.kernel.random_features:
@@ -54,10 +56,11 @@ class KDE(FittedExpansionEstimator):
             out = torch.full_like(raw, -math.inf)
             pos = raw > 0
             out[pos] = raw[pos].log() + e.log_factor
-            return out
-        return e.log_abs_value(X)
+            return to_numpy(out)
+        return to_numpy(e.log_abs_value(X))
 
-    def density(self, X) -> torch.Tensor:
-        r"""The signed estimate :math:`\hat p(x)` (n,) (may underflow far from the data)."""
+    def density(self, X) -> np.ndarray:
+        r"""The signed estimate :math:`\hat p(x)`, float64 numpy (n,) (may underflow far from
+        the data)."""
         X = self._check_X(X)
-        return self.expansion_.value(X)
+        return to_numpy(self.expansion_.value(X))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import torch
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
@@ -70,6 +71,11 @@ class FittedExpansionEstimator(BaseEstimator):
         check_is_fitted(self, "expansion_")
         k = self.kernel_
         return as_data(X, "X", dtype=k.dtype_, device=k.device_, n_features=self.n_features_in_)
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A float64 numpy array on the CPU: what the estimators facing scikit-learn return."""
+    return t.detach().to(device="cpu", dtype=torch.float64).numpy()
 
 
 class SOSREP(FittedExpansionEstimator):
@@ -162,12 +168,14 @@ class SOSREP(FittedExpansionEstimator):
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def score_samples(self, X) -> torch.Tensor:
-        r""":math:`\log f(x)^2` for each row of X: Tensor of shape (n,) (higher = more normal)."""
+    def score_samples(self, X) -> np.ndarray:
+        r""":math:`\log f(x)^2` for each row of X: float64 numpy array (n,) (higher = more
+        normal), computed on the estimator's device."""
         X = self._check_X(X)
-        return 2.0 * self.expansion_.log_abs_value(X)
+        return to_numpy(2.0 * self.expansion_.log_abs_value(X))
 
-    def f(self, X) -> torch.Tensor:
-        """The signed function f(X) (n,); may overflow for large d, prefer score_samples."""
+    def f(self, X) -> np.ndarray:
+        """The signed function f(X), float64 numpy (n,); may overflow for large d, prefer
+        score_samples."""
         X = self._check_X(X)
-        return self.expansion_.value(X)
+        return to_numpy(self.expansion_.value(X))

@@ -25,7 +25,6 @@ __all__ = [
     "check_fraction",
     "resolve_device",
     "resolve_dtype",
-    "check_finite_tensor",
 ]
 
 
@@ -53,10 +52,3 @@ def as_data(
     return as_points(
         X, name=name, dtype=dtype, device=device, min_samples=min_samples, n_features=n_features
     )
-
-
-def check_finite_tensor(t: torch.Tensor, what: str, remedy: str) -> torch.Tensor:
-    """Raise FloatingPointError when ``t`` holds NaN/inf (never replaced)."""
-    if not bool(torch.isfinite(t).all()):
-        raise FloatingPointError(f"{what} contains NaN or infinite values; {remedy}")
-    return t

@@ -116,12 +116,14 @@ def _cmd_list(args) -> int:
         if reg is not None:
             state = "registered" + (" unequal-length" if reg[base].unequal_length else "") + "; "
         if base != name:
-            state += f"as {base}, levels='single', run only when named; "
+            state += f"builds {base}; "
+        if name in grids and not grids[name].default:
+            state += "run only when named; "
         n = "no grid" if name not in grids else " x ".join(
             f"{a}:{len(v)}" for a, v in grids[name].axes.items()) or "1"  # fmt: skip
         if name in grids and grids[name].levels:
             n += f", levels {grids[name].levels[0]}..{grids[name].levels[-1]} in one pass"
-        print(f"  {name:<18} {state}grid {n}")
+        print(f"  {name:<24} {state}grid {n}")
     print("scorers:")
     from ._grids import SCORER_NAMES
 

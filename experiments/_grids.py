@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -287,7 +287,6 @@ class Preset:
     max_rank: int = MAX_RANK
     sse_lams: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1)
     datasets: tuple[str, ...] = ("BasicMotions",)
-    extra: dict = field(default_factory=dict)
 
 
 PRESETS: dict[str, Preset] = {

@@ -118,7 +118,7 @@ def test_registry_reads_the_tags():
     for _, spec in SPECS:
         tags = spec.cls.get_tags()
         assert spec.unequal_length is tags["unequal_length"]
-        assert spec.gpu is tags["gpu"] and spec.needs_fit is tags["needs_fit"]
+        assert spec.get_tag("gpu") is tags["gpu"] and spec.needs_fit is tags["needs_fit"]
         assert spec.cls.supports_unequal_length is tags["unequal_length"]
         assert set(tags["backends"]) <= {"numba", "torch"} and "torch" in tags["backends"]
         assert tags["symmetric"] is True

@@ -126,9 +126,9 @@ def test_kde_huge_magnitudes_right_answer():
     # points 1e160 apart: only the point itself contributes to its density
     got = KDE(GaussianKernel(0.5)).fit(P * 1e160).score_samples(P[:4] * 1e160)
     expected = -np.log(20) - 1.5 * np.log(2 * np.pi * 0.25)
-    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
     got = KDE(LaplacianKernel(0.5)).fit(P * 1e160).score_samples(P[:4] * 1e160)
-    assert bool(torch.isfinite(got).all())
+    assert np.isfinite(got).all()
 
 
 def test_kde_small_bandwidth_relative_to_spread():
@@ -136,7 +136,7 @@ def test_kde_small_bandwidth_relative_to_spread():
     # coinciding points; the self term must still count exactly
     P = rng.normal(size=(20, 3)) * 1e10
     got = KDE(GaussianKernel(0.5)).fit(P).score_samples(P[:4])
-    np.testing.assert_allclose(got.numpy(), -np.log(20) - 1.5 * np.log(2 * np.pi * 0.25))
+    np.testing.assert_allclose(got, -np.log(20) - 1.5 * np.log(2 * np.pi * 0.25))
 
 
 def test_knn_and_mean_embedding_huge_gram_entries():

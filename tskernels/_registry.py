@@ -44,11 +44,6 @@ class KernelSpec:
         return bool(self.cls.get_tag("unequal_length"))
 
     @property
-    def gpu(self) -> bool:
-        """Whether the kernel runs on CUDA devices (tag ``gpu``)."""
-        return bool(self.cls.get_tag("gpu"))
-
-    @property
     def needs_fit(self) -> bool:
         """Whether the kernel must be fitted on a corpus before ``gram`` (tag ``needs_fit``)."""
         return bool(self.cls.get_tag("needs_fit"))

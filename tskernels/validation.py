@@ -359,10 +359,6 @@ def check_channels(X: SeriesBatch, Y: SeriesBatch) -> None:
         raise ValueError(f"channel mismatch: `X` has d={X.d} channels but `Y` has d={Y.d}")
 
 
-def is_sequence_of_series(X) -> bool:
-    return isinstance(X, Sequence) and not isinstance(X, (str, bytes))
-
-
 # ---------------------------------------------------------------------------- points
 def as_points(
     X,

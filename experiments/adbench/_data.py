@@ -28,9 +28,9 @@ __all__ = [
 #: The repository root (the folder holding ``experiments/``).
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VAR = "ADBENCH_DATA"
-#: The default data folder, relative to the repository root (where the shared data sit
-#: beside a checkout); ``ADBENCH_DATA`` or ``--data-dir`` name another.
-DEFAULT_DATA_DIR = "../shared/data/adbench"
+#: The default data folder, inside the repository root and ignored by git (copy or link the
+#: ``.npz`` files there); ``ADBENCH_DATA`` or ``--data-dir`` name another.
+DEFAULT_DATA_DIR = "data/adbench"
 MAX_ROWS = 10_000
 
 

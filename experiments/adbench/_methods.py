@@ -125,7 +125,7 @@ def _density_method(kind: str, kernel_name: str, n_features: int = 10_000,
             # underflows for large d (d = 64, 100): same ranking, also where the estimate <= 0
             score = -est.expansion_.raw_value(est._check_X(Xte)).double().cpu().numpy()
         else:
-            score = -est.score_samples(Xte).double().cpu().numpy()
+            score = -est.score_samples(Xte)
         pick = int(np.flatnonzero(np.asarray(grid) == est.bandwidth_)[0])
         info = {
             "bandwidth": est.bandwidth_,

@@ -48,7 +48,7 @@ class ADBenchOptions:
     )
     seeds: list[int] = option(default_factory=lambda: [0, 1, 2], nargs="*", type=int)
     data_dir: str | None = option(
-        None, help="folder of the .npz files (default: $ADBENCH_DATA, else the shared data)"
+        None, help="folder of the .npz files (default: $ADBENCH_DATA, else data/adbench)"
     )
     db: str = option(str(DEFAULT_DB), help="SQLite file of the results")
     device: str | None = option(
