@@ -117,7 +117,9 @@ def test_single_level_grids():
             "cumulative"
         )
     default, _ = resolve_kernels(None, grids)
-    assert "trunc_sig_linear" in default and "trunc_sig_linear_single" not in default
+    # the default zoo: the order-1 signature kernels; exact and single-level ones are opt-in
+    assert {"trunc_sig_linear_order1", "trunc_sig_rbf_order1"} <= set(default)
+    assert not {"trunc_sig_linear", "trunc_sig_rbf", "trunc_sig_linear_single"} & set(default)
     named, _ = resolve_kernels(["trunc_sig_linear_single"], grids)
     assert named == ["trunc_sig_linear_single"]
 
@@ -153,13 +155,14 @@ def test_single_level_cv_cell_matches_level_differences():
 def test_reference_kernel_grids():
     """The reference study's kernels (protocol section 2): the order-1 single-level truncated
     signature kernels with the lifts Linear(scale = s / d) and RBF(sigma sqrt(d)) x amplitude
-    s, levels 1..7; the randomized signature with the activation first; all opt-in."""
+    s, levels 1..7 (in the default zoo); the randomized signature with the activation first
+    (opt-in)."""
     from experiments._grids import REFERENCE_KERNELS
 
     grids = PRESETS["paper"].grids
     assert set(REFERENCE_KERNELS.values()) <= set(grids)
-    for name in ["trunc_sig_linear_order1", "trunc_sig_rbf_order1", "rand_sig_tanh_first"]:
-        assert not grids[name].default
+    assert grids["trunc_sig_linear_order1"].default and grids["trunc_sig_rbf_order1"].default
+    assert not grids["rand_sig_tanh_first"].default
     assert grids["trunc_sig_rbf_order1"].levels == list(range(1, 8))
     assert sorted(grids["trunc_sig_rbf_order1"].axes) == ["scale", "sigma"]
     lin = build_kernel("trunc_sig_linear_order1", {"scale": 2.0}, 4, 10, [1, 3])
@@ -171,4 +174,4 @@ def test_reference_kernel_grids():
     rs = build_kernel("rand_sig_tanh_first", {"features": 10, "variance": 0.1, "seed": 1}, 4, 10)
     assert rs.activation_first and rs.n_features == 10 and rs.scale == 0.1
     default, _ = resolve_kernels(None, grids)
-    assert not {"trunc_sig_linear_order1", "rand_sig_tanh_first"} & set(default)
+    assert "trunc_sig_linear_order1" in default and "rand_sig_tanh_first" not in default
