@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import time
 import warnings
@@ -39,10 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments._recorder import revision as git_rev
+from experiments.adbench import data_dir, load_split
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = ROOT.parent / "shared" / "data" / "adbench"
 DB = ROOT / "results" / "sosrep_protocols.sqlite"
-MAX_ROWS = 10_000
 INDUCTIVE_FACTORS = (1.0, 2.0, 4.0, 8.0)
 TRANSDUCTIVE_FACTORS = tuple(2.0**k for k in range(-3, 5))
 PYOD = ["IForest", "ECOD", "COPOD", "HBOS", "PCA", "LODA", "KNN", "LOF", "CBLOF", "OCSVM"]
@@ -54,21 +54,7 @@ METHODS = PYOD + ["SOSREP-SDO", "SOSREP-SDO/T", "SOSREP-Lap", "SOSREP-Lap/T"]
 METHODS += ["KDE-SDO", "KDE-Gauss", "SOSREP-Gauss"]
 
 
-# -- data ------------------------------------------------------------------------------------
-def load_split(path: Path, seed: int):
-    """(X_train, X_test, y_train, y_test) as in the harness: <= 10,000 rows, 70/30, min-max."""
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import MinMaxScaler
-
-    with np.load(path) as z:
-        X, y = np.asarray(z["X"], dtype=np.float64), np.asarray(z["y"]).astype(int).ravel()
-    if len(X) > MAX_ROWS:
-        X, _, y, _ = train_test_split(X, y, train_size=MAX_ROWS, stratify=y, random_state=seed)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
-    scaler = MinMaxScaler().fit(Xtr)
-    return scaler.transform(Xtr), scaler.transform(Xte), ytr, yte
-
-
+# -- data: the harness's own split (experiments.adbench.load_split) ----------------------------
 def _sample(X: np.ndarray, seed: int, n: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return X[rng.choice(len(X), size=min(n, len(X)), replace=False)]
@@ -223,15 +209,8 @@ def open_db(path: Path) -> sqlite3.Connection:
     return con
 
 
-def git_rev() -> str:
-    out = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    )
-    return out.stdout.strip() or "unknown"
-
-
 def datasets() -> list[str]:
-    files = sorted(DATA_DIR.glob("*.npz"), key=lambda p: p.stat().st_size)
+    files = sorted(data_dir().glob("*.npz"), key=lambda p: p.stat().st_size)
     return [p.stem for p in files]
 
 
@@ -255,7 +234,7 @@ def run(args) -> None:
             todo = [m for m in methods if m not in done]
             if not todo:
                 continue
-            Xtr, Xte, _ytr, yte = load_split(DATA_DIR / f"{name}.npz", seed)
+            Xtr, Xte, _ytr, yte = load_split(data_dir() / f"{name}.npz", seed)
             for m in todo:
                 t0 = time.perf_counter()
                 auc, err, info = None, None, {}

@@ -48,6 +48,7 @@ from .._options import ConfigError, add_arguments, from_namespace
 from ._data import (
     DEFAULT_DATA_DIR,
     MAX_ROWS,
+    data_dir,
     list_datasets,
     load_split,
     median_distance,
@@ -93,6 +94,7 @@ __all__ = [
     "TABLE_METHODS",
     "WIDE_FACTORS",
     "build_parser",
+    "data_dir",
     "expand_methods",
     "list_datasets",
     "load_split",
