@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 import torch
 from sklearn.base import BaseEstimator
 
-from tskernels._static import sqdist
+from tskernels import sqdist
 
 from ._validation import check_positive, resolve_device, resolve_dtype
 

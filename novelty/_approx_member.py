@@ -36,6 +36,7 @@ from sklearn.base import clone
 from ._approximation import (
     APPROXIMATIONS,
     LANDMARK_RULES,
+    _n_series,
     _subset,
     make_feature_map,
 )
@@ -45,7 +46,7 @@ from ._feature_scorers import (
     FeatureSpectralSupport,
     FeatureVarianceNorm,
 )
-from ._members import CALIBRATION_FOLDS, LOO_MAX, Member, preprocess_mode
+from ._members import CALIBRATION_FOLDS, LOO_MAX, Member
 
 __all__ = ["ApproximateMember", "check_approximation", "make_member", "FEATURE_SCORERS"]
 
@@ -135,8 +136,9 @@ class ApproximateMember(Member):
         H = np.sort(rng.choice(N, size=min(CALIBRATION_MAX, N // 2), replace=False))
         rest = np.setdiff1d(np.arange(N), H)
         kernel = clone(spec.kernel)
+        Zk = self._kernel_input(kernel, Z)  # checked: a SeriesBatch for a float64 kernel
         if hasattr(kernel, "fit"):
-            kernel.fit(_subset(Z, rest))
+            kernel.fit(_subset(Zk, rest))
         approximation = self.approximation
         if approximation == "nystroem" and _has_exact_features(kernel):
             approximation = "features"
@@ -147,8 +149,8 @@ class ApproximateMember(Member):
             landmarks=self.landmarks,
             normalize=bool(spec.normalize),
             seed=self.seed,
-        ).fit(Z, candidates=rest)
-        Phi, diag = fmap.transform(Z)
+        ).fit(Zk, candidates=rest)
+        Phi, diag = fmap.transform(Zk)
         self.kernel_ = kernel
         self.corpus_ = Z
         self.features_ = fmap
@@ -184,8 +186,8 @@ class ApproximateMember(Member):
         )
 
     def novelty(self, X) -> np.ndarray:
-        Z = X if preprocess_mode(self.spec.preprocess) is None else self.preprocessor_.transform(X)
-        n = len(Z)
+        Z = self._kernel_input(self.kernel_, self._prepare(X, {}))
+        n = _n_series(Z)
         out = np.empty(n)
         for i in range(0, n, SCORE_BATCH):
             Phi, diag = self.features_.transform(_subset(Z, slice(i, i + SCORE_BATCH)))

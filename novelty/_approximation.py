@@ -71,6 +71,10 @@ import numpy as np
 import scipy.linalg
 import torch
 
+from tskernels import SeriesBatch
+
+from ._members import subset_batch
+
 __all__ = [
     "LANDMARK_RULES",
     "NystroemFeatures",
@@ -87,11 +91,16 @@ CHUNK_BYTES = 64 * 2**20
 
 
 def _n_series(X) -> int:
+    if isinstance(X, SeriesBatch):
+        return X.n
     return X.shape[0] if hasattr(X, "shape") else len(X)
 
 
 def _subset(X, idx):
-    """Rows ``idx`` (an index array or a slice) of an (n, T, d) array or a list of series."""
+    """Rows ``idx`` (an index array or a slice) of an (n, T, d) array, a list of series or a
+    checked :class:`tskernels.SeriesBatch` (the detector's members pass one)."""
+    if isinstance(X, SeriesBatch):
+        return subset_batch(X, idx)
     if isinstance(idx, slice):
         return X[idx]
     if isinstance(X, (np.ndarray, torch.Tensor)):

@@ -29,7 +29,15 @@ import torch
 from sklearn.base import clone
 from sklearn.metrics import roc_auc_score
 
-from ._members import MemberSpec, make_scorer, novelty, prepare_kernel, preprocess_mode
+from ._members import (
+    MemberSpec,
+    checked_batch,
+    kernel_input,
+    make_scorer,
+    novelty,
+    prepare_kernel,
+    preprocess_mode,
+)
 from ._perturbations import PERTURBATIONS, corpus_scale, perturb
 
 __all__ = ["default_members", "candidate_kernels", "select_members", "median_point_distance"]
@@ -60,9 +68,11 @@ def median_point_distance(Z, max_points: int = 1000, seed: int = 0) -> float:
 
 
 def _preprocessed(Xs):
+    """Xs (checked by the caller) z-scored per channel: read as a checked SeriesBatch."""
     from tskernels.transforms import Preprocessor
 
-    return Preprocessor(zscore="channel").fit(Xs).transform(Xs)
+    Xb = checked_batch(Xs)
+    return Preprocessor(zscore="channel").fit(Xb).transform(Xb)
 
 
 def _random_convolution():
@@ -125,7 +135,8 @@ def select_members(
     n_folds: int = 5,
     top: int = TOP,
 ):
-    """Choose members on normal series alone; returns (specs, selection table)."""
+    """Choose members on normal series alone; returns (specs, selection table). ``Xs``: the
+    corpus as checked at the detector's public call (not checked again)."""
     import pandas as pd
 
     start = time.perf_counter()
@@ -167,10 +178,14 @@ def select_members(
                 if mode is not None:
                     from tskernels.transforms import Preprocessor
 
-                    pre = Preprocessor(zscore=mode).fit(Xtr)
-                    Ztr, Zte = pre.transform(Xtr), pre.transform(Xte)
+                    # Xtr: series of the checked corpus; Xte holds new (synthetic) series,
+                    # checked by the pre-processing as any input
+                    pre = Preprocessor(zscore=mode).fit(checked_batch(Xtr))
+                    Ztr, Zte = pre.transform(checked_batch(Xtr)), pre.transform(Xte)
                 else:
                     Ztr, Zte = Xtr, Xte
+                Ztr = kernel_input(kernel, Ztr, derived=mode is not None)
+                Zte = kernel_input(kernel, Zte, derived=True)
                 k = prepare_kernel(MemberSpec(kernel=kernel), Ztr)
                 K = k.gram(Ztr, normalize=norm)
                 Kt = k.gram(Zte, Ztr, normalize=norm)

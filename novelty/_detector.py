@@ -354,7 +354,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             raise ValueError(f"`random_state` must be an integer, got {self.random_state!r}")
 
     def _series(self, X, reset: bool):
-        """numpy (n, T, d) array or list of (T_i, d) arrays, validated (one boundary)."""
+        """numpy (n, T, d) array or list of (T_i, d) arrays, validated: the one check of the
+        input per public call (the members, their pre-processing and kernels take it as
+        checked, :mod:`novelty._members`)."""
         if hasattr(X, "ndim") and X.ndim <= 2 and not hasattr(X, "columns"):
             # 2-D (n, T): univariate series, validated the scikit-learn way
             a = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)

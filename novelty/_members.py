@@ -17,6 +17,13 @@ learned from the corpus (``needs_fit``) is refitted without the held-out series 
 threshold and p-values (:mod:`novelty._calibration`) and, for an ensemble, the robust
 standardisation :math:`(s - \operatorname{median}(c)) / \operatorname{IQR}(c)` that puts the
 members' scores on one scale before they are averaged.
+
+Inputs are checked once, at the detector's public call (:func:`novelty.as_series_collection`):
+``Member.fit`` and ``Member.novelty`` take that checked collection and hand the
+pre-processing and the kernel a :class:`tskernels.SeriesBatch` (checked by construction, so
+neither scans it again; :func:`kernel_input`). Series computed here (pre-processed, or the
+selection's synthetic anomalies) are new data: one reduction confirms they are finite, and
+when they are not the kernel's own check raises, as it did before.
 """
 
 from __future__ import annotations
@@ -27,10 +34,21 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
+from tskernels import Kernel, SeriesBatch
+from tskernels.validation import all_finite, resolve_dtype
+
 from ._baselines import KNNScorer
 from ._gram_scorer import GramScorer, scorer_name, scorer_registry
 
-__all__ = ["SCORERS", "MemberSpec", "Member", "make_scorer", "novelty"]
+__all__ = [
+    "SCORERS",
+    "MemberSpec",
+    "Member",
+    "checked_batch",
+    "kernel_input",
+    "make_scorer",
+    "novelty",
+]
 
 #: The scorer names of :func:`novelty.scorer_registry`, in its order.
 SCORERS = tuple(scorer_registry())
@@ -116,7 +134,69 @@ def novelty(spec: MemberSpec, scorer: GramScorer, Kt, diag) -> np.ndarray:
     return scorer.score(Kt, diag)
 
 
+def checked_batch(Z) -> SeriesBatch:
+    """The :class:`tskernels.SeriesBatch` of a checked float64 collection ``Z`` ((n, T, d) array
+    or list of (T_i, d) arrays), built without a scan: an array is shared (``from_numpy``), a
+    list is forward-fill padded exactly as :func:`tskernels.as_series_batch` pads it."""
+    if isinstance(Z, np.ndarray):
+        values = torch.from_numpy(np.ascontiguousarray(Z, dtype=np.float64))
+        n, T = values.shape[:2]
+        return SeriesBatch(values, torch.full((n,), T, dtype=torch.long))
+    items = [torch.from_numpy(np.ascontiguousarray(z, dtype=np.float64)) for z in Z]
+    lengths = torch.tensor([t.shape[0] for t in items], dtype=torch.long)
+    T = int(lengths.max())
+    values = torch.stack([torch.cat([t, t[-1:].expand(T - t.shape[0], -1)]) for t in items])
+    return SeriesBatch(values.contiguous(), lengths)
+
+
+def kernel_input(kernel, Z, *, derived: bool = False):
+    """What a member passes to ``kernel`` for the checked collection ``Z``: its
+    :class:`~tskernels.SeriesBatch` (:func:`checked_batch`; the kernel then skips its input
+    checks) when ``kernel`` is a :class:`tskernels.Kernel` computing in float64 whose public
+    entry points are tskernels' own, else ``Z`` itself (checked by the kernel as for any
+    caller: a float32 kernel checks the range of the cast, and a subclass overriding ``gram``
+    gets the arrays it was written for). ``derived=True``: ``Z`` was computed here from
+    checked series (pre-processing, perturbations), so one reduction confirms it is finite;
+    when it is not, ``Z`` is passed as it is and the kernel's check raises its error."""
+    if not _takes_batches(kernel):
+        return Z
+    try:
+        if resolve_dtype(kernel.dtype) != torch.float64:
+            return Z
+    except ValueError:  # the kernel's own parameter check says so
+        return Z
+    batch = checked_batch(Z)
+    if derived and not all_finite(batch.values):
+        return Z
+    return batch
+
+
+def _takes_batches(kernel) -> bool:
+    """A tskernels Kernel whose ``fit``, ``gram`` and ``diag`` are tskernels' own (they take a
+    SeriesBatch as checked)."""
+    if not isinstance(kernel, Kernel):
+        return False
+    cls = type(kernel)
+    return all(
+        getattr(getattr(cls, name), "__module__", "").startswith("tskernels.")
+        for name in ("fit", "gram", "diag")
+    )
+
+
+def subset_batch(X: SeriesBatch, idx) -> SeriesBatch:
+    """Rows ``idx`` (a slice or an index array) of a checked SeriesBatch, trimmed to the longest
+    selected series and contiguous: what :func:`tskernels.as_series_batch` makes of them."""
+    if not isinstance(idx, slice):
+        idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
+    values, lengths = X.values[idx], X.lengths[idx]
+    if lengths.numel() and int(lengths.max()) < values.shape[1]:
+        values = values[:, : int(lengths.max())]
+    return SeriesBatch(values.contiguous(), lengths)
+
+
 def _subset(X, idx):
+    if isinstance(X, SeriesBatch):
+        return subset_batch(X, idx)
     return X[idx] if isinstance(X, np.ndarray) else [X[i] for i in idx]
 
 
@@ -163,7 +243,7 @@ def cross_fitted_scores(spec: MemberSpec, Z) -> np.ndarray:
     out up to ``CROSS_FIT_LOO_MAX`` series, else ``CALIBRATION_FOLDS`` folds (scores of models
     fitted on fewer series: conservative).
     """
-    n = len(Z)
+    n = Z.n if isinstance(Z, SeriesBatch) else len(Z)
     out = np.empty(n)
     for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX):
         Ztr, Zte = _subset(Z, train), _subset(Z, test)
@@ -205,7 +285,11 @@ def _knn_leave_one_out(scorer: KNNScorer, K: torch.Tensor, diag: torch.Tensor) -
 
 
 class Member:
-    """A fitted :class:`MemberSpec`: ``novelty(X_prepared)`` and calibration scores."""
+    """A fitted :class:`MemberSpec`: ``novelty(X_prepared)`` and calibration scores.
+
+    ``fit`` and ``novelty`` take series checked at the detector's public call (an (n, T, d)
+    float64 array or a list of (T_i, d) ones, :func:`novelty.as_series_collection`); they are
+    not checked again here (module docstring)."""
 
     def __init__(self, spec: MemberSpec):
         self.spec = spec
@@ -213,36 +297,47 @@ class Member:
     def fit(self, X, preprocessors: dict) -> Member:
         spec = self.spec
         Z = self._prepare(X, preprocessors, fit=True)
-        self.kernel_ = prepare_kernel(spec, Z)
+        Zk = self._kernel_input(spec.kernel, Z)
+        self.kernel_ = prepare_kernel(spec, Zk)
         self.corpus_ = Z
-        K = self.kernel_.gram(Z, normalize=spec.normalize)
+        K = self.kernel_.gram(Zk, normalize=spec.normalize)
         diag = torch.diagonal(K).clone()
         auto = spec.name != ""  # members made by the recipe or the selection adapt to N
         self.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
         if getattr(self.kernel_, "needs_fit", False):
-            self.calibration_ = cross_fitted_scores(spec, Z)
+            self.calibration_ = cross_fitted_scores(spec, Zk)
         else:
             self.calibration_ = held_out_scores(spec, K, diag)
         return self
 
     def _prepare(self, X, preprocessors: dict, fit: bool = False):
+        """The pre-processed series of the checked ``X`` (``X`` itself without
+        pre-processing); the pre-processing reads ``X`` as a checked SeriesBatch."""
         mode = preprocess_mode(self.spec.preprocess)
         if mode is None:
             return X
-        if fit and mode not in preprocessors:
-            from tskernels.transforms import Preprocessor
+        Xb = checked_batch(X)
+        if fit:
+            if mode not in preprocessors:
+                from tskernels.transforms import Preprocessor
 
-            preprocessors[mode] = Preprocessor(zscore=mode).fit(X)
-        self.preprocessor_ = preprocessors[mode]
-        return self.preprocessor_.transform(X)
+                preprocessors[mode] = Preprocessor(zscore=mode).fit(Xb)
+            self.preprocessor_ = preprocessors[mode]
+        return self.preprocessor_.transform(Xb)
+
+    def _kernel_input(self, kernel, Z):
+        """:func:`kernel_input` of the (pre-processed) checked series ``Z``."""
+        derived = preprocess_mode(self.spec.preprocess) is not None
+        return kernel_input(kernel, Z, derived=derived)
 
     def grams(self, X):
-        Z = X if preprocess_mode(self.spec.preprocess) is None else self.preprocessor_.transform(X)
-        Kt = self.kernel_.gram(Z, self.corpus_, normalize=self.spec.normalize)
+        Zk = self._kernel_input(self.kernel_, self._prepare(X, {}))
+        corpus = kernel_input(self.kernel_, self.corpus_)  # confirmed finite at fit
+        Kt = self.kernel_.gram(Zk, corpus, normalize=self.spec.normalize)
         if self.spec.normalize:
             diag = torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
         else:
-            diag = self.kernel_.diag(Z)
+            diag = self.kernel_.diag(Zk)
         return Kt, diag
 
     def novelty(self, X) -> np.ndarray:

@@ -5,9 +5,10 @@ Every kernel returns a float64 torch Tensor from ``gram(X, Y=None, *, normalize=
 
 Owns: the kernels on series and on points (static), their registry and capability tags, the
 pre-processing (``transforms``, imported on first use: it needs scikit-learn, the kernels do
-not), the public input checks (``validation``) and the random-convolution features. Imports no
-other package of this project (the bottom floor: ``novelty``, ``density`` and ``experiments``
-import it).
+not), the public input checks (``validation``), the random-convolution features and
+``sqdist``, the squared Euclidean distances of the radial static kernels (``density`` uses it
+too). Imports no other package of this project (the bottom floor: ``novelty``, ``density`` and
+``experiments`` import it).
 """
 
 from . import (
@@ -24,7 +25,7 @@ from ._registry import KernelSpec, kernel_registry, make_kernel, register
 from ._reservoir import VolterraReservoirKernel
 from ._signature_pde import SignaturePDEKernel
 from ._signature_truncated import TruncatedSignatureKernel
-from ._static import RBF, Laplacian, Linear, Polynomial, StaticKernel
+from ._static import RBF, Laplacian, Linear, Polynomial, StaticKernel, sqdist
 from .validation import SeriesBatch, as_series_batch
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "kernel_registry",
     "make_kernel",
     "register",
+    "sqdist",
     "transforms",
     "validation",
 ]

@@ -228,6 +228,10 @@ class Kernel(Parametrized, ABC):
 
         ``Y=None`` means Y = X (upper triangle computed and mirrored). ``normalize=True``
         returns K(x, y) / sqrt(K(x, x) K(y, y)). Writes no attribute on the kernel.
+        ``X``/``Y``: (n, T, d) arrays, lists of (T_i, d) arrays, or checked
+        :class:`~tskernels.SeriesBatch` objects (moved to the kernel's device and dtype, not
+        scanned again: the path of callers that checked their input at their own public call,
+        as ``novelty``'s detector does).
         """
         k, Xb, Yb = self._prepare(X, Y)
         with k._threads():
@@ -357,6 +361,8 @@ class Kernel(Parametrized, ABC):
         return self._bound(Xb), Xb, Yb
 
     def _check_input(self, X, name: str) -> SeriesBatch:
+        """The input as a SeriesBatch: validated once (a SeriesBatch, checked by construction,
+        is only moved), then the kernel's own requirements (lengths, channel count)."""
         batch = as_series_batch(X, name=name, dtype=self._dtype, device=self._device)
         if not self.get_tag("unequal_length") and not batch.equal_length:
             lo, hi = int(batch.lengths.min()), int(batch.lengths.max())

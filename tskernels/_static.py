@@ -39,7 +39,18 @@ def _centred(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
 
 
 def sqdist(x: torch.Tensor, y: torch.Tensor, length_scale: float = 1.0) -> torch.Tensor:
-    """|x_a - y_b|^2 for batched point sets, (..., p, d) x (..., q, d) -> (..., p, q).
+    r"""Squared Euclidean distances between two batched point sets, public as
+    ``tskernels.sqdist``:
+
+    .. math:: D[..., a, b] = \lVert x_{..., a} - y_{..., b} \rVert^2
+              = \sum_{c=1}^{d} (x_{..., a, c} - y_{..., b, c})^2,
+
+    for x of shape (..., p, d) and y of shape (..., q, d) with the same leading axes, giving
+    (..., p, q) in the dtype and on the device of the inputs (not checked: pass finite
+    tensors of one dtype); every entry is >= 0 (rounding below 0 is set to 0).
+    ``length_scale`` (> 0) does not scale the result: it is the scale on which the caller's
+    kernel reads the distances (a radial kernel's bandwidth) and only picks the numerical
+    route below.
 
     Translation invariant at any offset and exact at any magnitude: points far from the origin
     on the scale of ``length_scale`` (|x|^2 / l^2 > ``CENTRE_ABOVE_RATIO``) are first centred
