@@ -286,7 +286,8 @@ def print_summary(res: dict, file=None) -> None:
         print(f"\n{d}: test ROC-AUC / PR-AUC, mean over classes (normal class positive)",
               file=file)  # fmt: skip
         w = max(13, *(len(s) + 2 for s in scorers))
-        print(f"{'kernel':<18}" + "".join(f"{s:>{w}}" for s in scorers), file=file)
+        kw = max(18, *(len(k) + 2 for k in kernels))  # the kernel column fits every name
+        print(f"{'kernel':<{kw}}" + "".join(f"{s:>{w}}" for s in scorers), file=file)
         for k in kernels:
             cells = []
             for s in scorers:
@@ -300,7 +301,7 @@ def print_summary(res: dict, file=None) -> None:
                     cells.append(f"{e['n_classes']}/{e['classes']} classes".rjust(w))
                 else:
                     cells.append(f"{e['roc_auc']:.3f}/{e['pr_auc']:.3f}".rjust(w))
-            print(f"{k:<18}" + "".join(cells), file=file)
+            print(f"{k:<{kw}}" + "".join(cells), file=file)
         for m in sorted(used, key=notes.get):
             print(f"  [{notes[m]}] {m}", file=file)
 

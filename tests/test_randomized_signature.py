@@ -108,3 +108,30 @@ def test_registry_entry():
     assert spec.cls is RandomizedSignatureKernel and spec.unequal_length
     K = spec.example().gram(list(_paths(3, 5, 6, 2)))
     assert torch.equal(K, K.T) and float(torch.linalg.eigvalsh(K).min()) > -1e-10
+
+
+def test_small_euler_steps_run_on_one_thread_and_restore(monkeypatch):
+    """Small steps (n d M^2 < SMALL_STEP_WORK) run on one torch thread unless n_jobs is set:
+    T sequential tiny parallel regions stall on a loaded machine (100x measured)."""
+    import tskernels._randomized_signature as rs
+
+    seen = []
+    real = rs._ACTIVATIONS["tanh"]
+    monkeypatch.setitem(
+        rs._ACTIVATIONS, "tanh", lambda h: seen.append(torch.get_num_threads()) or real(h)
+    )
+    X = np.random.default_rng(0).normal(size=(6, 12, 2))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        RandomizedSignatureKernel(n_features=8).gram(X)
+        assert set(seen) == {1} and torch.get_num_threads() == 2
+        seen.clear()
+        RandomizedSignatureKernel(n_features=8, n_jobs=2).gram(X)
+        assert set(seen) == {2}
+        seen.clear()
+        monkeypatch.setattr(rs, "SMALL_STEP_WORK", 0)  # a large step keeps the threads
+        RandomizedSignatureKernel(n_features=8).gram(X)
+        assert set(seen) == {2}
+    finally:
+        torch.set_num_threads(before)
