@@ -30,6 +30,10 @@ def test_get_params_set_params_clone(name):
     k = tk.kernel_registry()[name].example()
     params = k.get_params(deep=False)
     assert {"device", "dtype", "max_memory", "block_size", "backend", "n_jobs"} <= set(params)
+    # each execution parameter given to the constructor is the one stored (none swapped)
+    given = dict(n_jobs=1, device="cpu", dtype="float64", max_memory=2**20, block_size=7)
+    stored = type(k)(**{**params, **given}).get_params(deep=False)
+    assert {key: stored[key] for key in given} == given
     c = clone(k)
     assert type(c) is type(k) and c is not k
     assert repr(c) == repr(k)

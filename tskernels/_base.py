@@ -55,11 +55,13 @@ from .validation import (
 )
 
 __all__ = [
+    "EXECUTION_PARAMS",
     "Kernel",
     "NonFiniteKernelError",
     "DEFAULT_MAX_MEMORY",
     "mirror_upper_",
     "normalize_gram_",
+    "execution_params",
 ]
 
 #: Default working-memory budget for the intermediates of one block (bytes), 512 MiB.
@@ -150,6 +152,17 @@ def _check_dtype(value, name: str) -> None:
 
 def _check_backend(value, name: str) -> None:
     check_option(value, name, ("auto", "numba", "torch"))
+
+
+#: The execution parameters of every kernel (keyword-only, stored by ``Kernel.__init__``).
+EXECUTION_PARAMS = ("backend", "n_jobs", "device", "dtype", "max_memory", "block_size")
+
+
+def execution_params(values) -> dict:
+    """The execution parameters out of a kernel ``__init__``'s ``locals()``, for
+    ``super().__init__(**execution_params(locals()))`` (each kernel names them in its own
+    signature, as scikit-learn's ``get_params`` requires)."""
+    return {name: values[name] for name in EXECUTION_PARAMS}
 
 
 class Kernel(Parametrized, ABC):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._base import Kernel
+from ._base import Kernel, execution_params
 from ._params import optional
 from ._static import RBF, StaticKernel, check_optional_static
 from .validation import SeriesBatch, check_int
@@ -43,14 +43,7 @@ class FlattenedKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(
-            backend=backend,
-            n_jobs=n_jobs,
-            device=device,
-            dtype=dtype,
-            max_memory=max_memory,
-            block_size=block_size,
-        )
+        super().__init__(**execution_params(locals()))
         self.static = static
 
     @property
@@ -146,14 +139,7 @@ class IntegralKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(
-            backend=backend,
-            n_jobs=n_jobs,
-            device=device,
-            dtype=dtype,
-            max_memory=max_memory,
-            block_size=block_size,
-        )
+        super().__init__(**execution_params(locals()))
         self.static = static
         self.n_grid = n_grid
 

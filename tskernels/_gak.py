@@ -11,7 +11,7 @@ import math
 import numpy as np
 import torch
 
-from ._base import DEFAULT_MAX_MEMORY, Kernel
+from ._base import DEFAULT_MAX_MEMORY, Kernel, execution_params
 from ._gak_torch import log_gak_wavefront
 from ._params import optional
 from ._registry import KernelSpec, register
@@ -149,14 +149,7 @@ class GlobalAlignmentKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(
-            backend=backend,
-            n_jobs=n_jobs,
-            device=device,
-            dtype=dtype,
-            max_memory=max_memory,
-            block_size=block_size,
-        )
+        super().__init__(**execution_params(locals()))
         self.sigma = sigma
         self.triangular = triangular
         self.sigma_factor = sigma_factor

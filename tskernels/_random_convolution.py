@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import torch
 
-from ._base import DEFAULT_MAX_MEMORY, Kernel
+from ._base import DEFAULT_MAX_MEMORY, Kernel, execution_params
 from ._registry import KernelSpec, register
 from ._static import RBF, Linear, StaticKernel, check_optional_static
 from .validation import SeriesBatch, as_series_batch, check_bool, check_int, check_option
@@ -145,14 +145,7 @@ class RandomConvolutionKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(
-            backend=backend,
-            n_jobs=n_jobs,
-            device=device,
-            dtype=dtype,
-            max_memory=max_memory,
-            block_size=block_size,
-        )
+        super().__init__(**execution_params(locals()))
         self.transform = transform
         self.n_kernels = n_kernels
         self.static = static

@@ -6,7 +6,7 @@ from contextlib import nullcontext
 
 import torch
 
-from ._base import Kernel, mirror_upper_
+from ._base import Kernel, execution_params, mirror_upper_
 from ._registry import KernelSpec, register
 from ._threads import threads
 from .validation import SeriesBatch, check_bool, check_int, check_option, check_positive
@@ -85,14 +85,7 @@ class RandomizedSignatureKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(
-            backend=backend,
-            n_jobs=n_jobs,
-            device=device,
-            dtype=dtype,
-            max_memory=max_memory,
-            block_size=block_size,
-        )
+        super().__init__(**execution_params(locals()))
         self.n_features = n_features
         self.scale = scale
         self.seed = seed

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._base import Kernel
+from ._base import Kernel, execution_params
 from ._registry import KernelSpec, register
 from .validation import SeriesBatch, check_bool, check_positive
 
@@ -118,14 +118,7 @@ class VolterraReservoirKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(
-            backend=backend,
-            n_jobs=n_jobs,
-            device=device,
-            dtype=dtype,
-            max_memory=max_memory,
-            block_size=block_size,
-        )
+        super().__init__(**execution_params(locals()))
         self.tau = tau
         self.lam = lam
         self.clip_inputs = clip_inputs

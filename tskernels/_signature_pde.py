@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._base import Kernel, NonFiniteKernelError
+from ._base import Kernel, NonFiniteKernelError, execution_params
 from ._registry import KernelSpec, register
 from ._signature_pde_torch import double_difference, pde_wavefront
 from ._static import (
@@ -132,14 +132,7 @@ class SignaturePDEKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(
-            backend=backend,
-            n_jobs=n_jobs,
-            device=device,
-            dtype=dtype,
-            max_memory=max_memory,
-            block_size=block_size,
-        )
+        super().__init__(**execution_params(locals()))
         self.static = static
         self.scale = scale
         self.dyadic_order = dyadic_order

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import torch
 
-from ._base import Kernel, mirror_upper_, normalize_gram_
+from ._base import Kernel, execution_params, mirror_upper_, normalize_gram_
 from ._registry import KernelSpec, register
 from ._signature_pde import lifted_increments, lifted_increments_pairs
 from ._static import RBF, Linear, StaticKernel, check_optional_static
@@ -256,14 +256,7 @@ class TruncatedSignatureKernel(Kernel):
         max_memory=None,
         block_size=None,
     ):
-        super().__init__(
-            backend=backend,
-            n_jobs=n_jobs,
-            device=device,
-            dtype=dtype,
-            max_memory=max_memory,
-            block_size=block_size,
-        )
+        super().__init__(**execution_params(locals()))
         self.static = static
         self.level = level
         self.scale = scale
