@@ -14,22 +14,15 @@ import sys
 from pathlib import Path
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage block): ``prog: error: message``."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    from ._options import RunOptions, add_arguments
+    from ._options import Parser, RunOptions, add_arguments
 
-    parser = _Parser(
+    parser = Parser(
         prog="python -m experiments",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = sub.add_parser("run", help="run or resume the one-versus-rest UEA benchmark")
     add_arguments(run, RunOptions)  # one argument per field of RunOptions

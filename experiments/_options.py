@@ -26,6 +26,7 @@ from ._grids import PRESETS, SCORER_NAMES
 
 __all__ = [
     "ConfigError",
+    "Parser",
     "RANK_RULES",
     "RunOptions",
     "add_arguments",
@@ -37,6 +38,14 @@ __all__ = [
 #: "ours" pads with the last rank and maps a plateau to every component; "reference" pads
 #: the CV ROC-AUC with zeros and refits at exactly the chosen rank (the reference study).
 RANK_RULES = ("ours", "reference")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``prog: error: message``; the parser
+    class of every command line of the package."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 class ConfigError(ValueError):

@@ -114,14 +114,14 @@ __all__ = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..__main__ import _Parser
+    from .._options import Parser
 
-    p = _Parser(
+    p = Parser(
         prog="python -m experiments adbench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="action", parser_class=_Parser)
+    sub = p.add_subparsers(dest="action", parser_class=Parser)
     add_arguments(sub.add_parser("run", help="run (or resume) the evaluation"), ADBenchOptions)
     add_arguments(sub.add_parser("report", help="print the AUC-ROC table"), ReportOptions)
     return p
