@@ -66,11 +66,7 @@ def _cmd_run(args) -> int:
     try:
         s = run_benchmark(opts)
     except RunInterrupted as exc:
-        s = exc.summary or {}
-        print(f"run stopped by {signal.Signals(exc.signum).name}: "
-              f"{s.get('cells_computed', 0)} of {s.get('cells_total', '?')} cells computed and "
-              "committed; start the same command again to resume", file=sys.stderr)  # fmt: skip
-        return 128 + exc.signum
+        return exc.report("cells")
     print(f"{s['cells_computed']} of {s['cells_total']} cells computed in "
           f"{s['wall_seconds']:.1f} s; store {s['store']} (setting {s['setting']})")  # fmt: skip
     if not s["complete"]:

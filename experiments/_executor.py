@@ -48,6 +48,15 @@ class RunInterrupted(KeyboardInterrupt):
         self.signum = int(signum)
         self.summary = summary
 
+    def report(self, unit: str = "cells") -> int:
+        """Print the one-line stop message (how much was committed, how to resume) on stderr;
+        returns the exit status 128 + signal."""
+        s = self.summary or {}
+        print(f"run stopped by {signal.Signals(self.signum).name}: "
+              f"{s.get('cells_computed', 0)} of {s.get('cells_total', '?')} {unit} computed and "
+              "committed; start the same command again to resume", file=sys.stderr)  # fmt: skip
+        return 128 + self.signum
+
 
 # ----------------------------------------------------------------------------- workers
 _WORKER_DATA: dict[str, object] = {}

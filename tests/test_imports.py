@@ -5,9 +5,10 @@ flaky on shared machines)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
+
+from import_helpers import loaded
 
 HEAVY = ["matplotlib", "dask", "distributed", "sktime"]
 
@@ -25,13 +26,7 @@ sys.meta_path.insert(0, _NoPandas())
 
 
 def _loaded(code: str) -> list[str]:
-    script = code + (
-        f"\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded(code, HEAVY)
 
 
 def test_import_tskernels_novelty_loads_no_heavy_package():

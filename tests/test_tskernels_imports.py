@@ -6,9 +6,10 @@ interpreter, not by the clock."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
+
+from import_helpers import loaded
 
 NOT_AT_IMPORT = [
     "sklearn",
@@ -23,13 +24,7 @@ NOT_AT_IMPORT = [
 
 
 def _loaded(code: str) -> list[str]:
-    script = code + (
-        f"\nimport json, sys\nprint(json.dumps([m for m in {NOT_AT_IMPORT!r} if m in sys.modules]))"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded(code, NOT_AT_IMPORT)
 
 
 def test_import_tskernels_loads_none_of_the_heavy_packages():

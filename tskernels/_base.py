@@ -55,13 +55,11 @@ from .validation import (
 )
 
 __all__ = [
-    "EXECUTION_PARAMS",
     "Kernel",
     "NonFiniteKernelError",
     "DEFAULT_MAX_MEMORY",
     "mirror_upper_",
     "normalize_gram_",
-    "execution_params",
 ]
 
 #: Default working-memory budget for the intermediates of one block (bytes), 512 MiB.
@@ -154,21 +152,11 @@ def _check_backend(value, name: str) -> None:
     check_option(value, name, ("auto", "numba", "torch"))
 
 
-#: The execution parameters of every kernel (keyword-only, stored by ``Kernel.__init__``).
-EXECUTION_PARAMS = ("backend", "n_jobs", "device", "dtype", "max_memory", "block_size")
-
-
-def execution_params(values) -> dict:
-    """The execution parameters out of a kernel ``__init__``'s ``locals()``, for
-    ``super().__init__(**execution_params(locals()))`` (each kernel names them in its own
-    signature, as scikit-learn's ``get_params`` requires)."""
-    return {name: values[name] for name in EXECUTION_PARAMS}
-
-
 class Kernel(Parametrized, ABC):
     """Abstract kernel on batches of multivariate time series.
 
-    Parameters common to all kernels (keyword-only in every subclass):
+    Parameters common to all kernels (keyword-only; a subclass takes them as ``**execution``
+    and passes them here, and ``get_params`` lists them with its own):
 
     backend : "auto" (default), "numba" or "torch". "auto": the compiled numba core on the
         CPU where the kernel has one (tag ``backends``), torch otherwise (and on CUDA).

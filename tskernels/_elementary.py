@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._base import Kernel, execution_params
+from ._base import Kernel
 from ._params import optional
 from ._static import RBF, StaticKernel, check_optional_static
 from .validation import SeriesBatch, check_int
@@ -35,15 +35,9 @@ class FlattenedKernel(Kernel):
     def __init__(
         self,
         static: StaticKernel | None = None,
-        *,
-        backend="auto",
-        n_jobs=None,
-        device=None,
-        dtype=None,
-        max_memory=None,
-        block_size=None,
+        **execution,
     ):
-        super().__init__(**execution_params(locals()))
+        super().__init__(**execution)
         self.static = static
 
     @property
@@ -132,14 +126,9 @@ class IntegralKernel(Kernel):
         static: StaticKernel | None = None,
         *,
         n_grid: int | None = None,
-        backend="auto",
-        n_jobs=None,
-        device=None,
-        dtype=None,
-        max_memory=None,
-        block_size=None,
+        **execution,
     ):
-        super().__init__(**execution_params(locals()))
+        super().__init__(**execution)
         self.static = static
         self.n_grid = n_grid
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import torch
 
-from ._base import DEFAULT_MAX_MEMORY, Kernel, execution_params
+from ._base import DEFAULT_MAX_MEMORY, Kernel
 from ._gak_torch import log_gak_wavefront
 from ._params import optional
 from ._registry import KernelSpec, register
@@ -142,14 +142,9 @@ class GlobalAlignmentKernel(Kernel):
         normalized: bool = True,
         triangular_weights: bool = False,
         random_state: int | None = 0,
-        n_jobs: int | None = None,
-        backend="auto",
-        device=None,
-        dtype=None,
-        max_memory=None,
-        block_size=None,
+        **execution,
     ):
-        super().__init__(**execution_params(locals()))
+        super().__init__(**execution)
         self.sigma = sigma
         self.triangular = triangular
         self.sigma_factor = sigma_factor

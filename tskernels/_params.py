@@ -61,15 +61,32 @@ class Parametrized:
 
     # ------------------------------------------------------------------ parameters
     @classmethod
+    def _init_parameters(cls) -> dict[str, inspect.Parameter]:
+        """The ``__init__`` parameters by name. An ``__init__`` that ends in ``**kwargs``
+        passes them to its parent's, whose parameters are added (a kernel's
+        ``**execution``: ``backend``, ``n_jobs``, ... of :class:`tskernels.Kernel`)."""
+        out: dict[str, inspect.Parameter] = {}
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            if init is object.__init__:
+                break
+            forwards = False
+            for p in inspect.signature(init).parameters.values():
+                if p.kind == p.VAR_POSITIONAL:
+                    raise RuntimeError(f"{klass.__name__}.__init__ must not take *args")
+                if p.kind == p.VAR_KEYWORD:
+                    forwards = True
+                elif p.name != "self":
+                    out.setdefault(p.name, p)
+            if not forwards:
+                break
+        return out
+
+    @classmethod
     def _get_param_names(cls) -> list[str]:
-        init = cls.__init__
-        if init is object.__init__:
-            return []
-        params = inspect.signature(init).parameters.values()
-        for p in params:
-            if p.kind == p.VAR_POSITIONAL:
-                raise RuntimeError(f"{cls.__name__}.__init__ must not take *args")
-        return sorted(p.name for p in params if p.name != "self" and p.kind != p.VAR_KEYWORD)
+        return sorted(cls._init_parameters())
 
     def get_params(self, deep: bool = True) -> dict:
         """The ``__init__`` parameters; ``deep=True`` adds ``<param>__<sub>`` of parameters that
@@ -130,7 +147,7 @@ class Parametrized:
         return tags
 
     def __repr__(self) -> str:
-        sig = inspect.signature(type(self).__init__).parameters
+        sig = self._init_parameters()
         shown = []
         for name in self._get_param_names():
             value = getattr(self, name, None)

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import torch
 
-from ._base import DEFAULT_MAX_MEMORY, Kernel, execution_params
+from ._base import DEFAULT_MAX_MEMORY, Kernel
 from ._registry import KernelSpec, register
 from ._static import RBF, Linear, StaticKernel, check_optional_static
 from .validation import SeriesBatch, as_series_batch, check_bool, check_int, check_option
@@ -137,15 +137,9 @@ class RandomConvolutionKernel(Kernel):
         static: StaticKernel | None = None,
         power_transform: bool = True,
         seed: int = 0,
-        n_jobs: int | None = None,
-        *,
-        backend="auto",
-        device=None,
-        dtype=None,
-        max_memory=None,
-        block_size=None,
+        **execution,
     ):
-        super().__init__(**execution_params(locals()))
+        super().__init__(**execution)
         self.transform = transform
         self.n_kernels = n_kernels
         self.static = static

@@ -6,7 +6,7 @@ from contextlib import nullcontext
 
 import torch
 
-from ._base import Kernel, execution_params, mirror_upper_
+from ._base import Kernel, mirror_upper_
 from ._registry import KernelSpec, register
 from ._threads import threads
 from .validation import SeriesBatch, check_bool, check_int, check_option, check_positive
@@ -78,14 +78,9 @@ class RandomizedSignatureKernel(Kernel):
         activation: str = "tanh",
         *,
         activation_first: bool = False,
-        backend="auto",
-        n_jobs=None,
-        device=None,
-        dtype=None,
-        max_memory=None,
-        block_size=None,
+        **execution,
     ):
-        super().__init__(**execution_params(locals()))
+        super().__init__(**execution)
         self.n_features = n_features
         self.scale = scale
         self.seed = seed

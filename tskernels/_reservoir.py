@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._base import Kernel, execution_params
+from ._base import Kernel
 from ._registry import KernelSpec, register
 from .validation import SeriesBatch, check_bool, check_positive
 
@@ -111,14 +111,9 @@ class VolterraReservoirKernel(Kernel):
         lam: float = 0.5,
         *,
         clip_inputs: bool = False,
-        backend="auto",
-        n_jobs=None,
-        device=None,
-        dtype=None,
-        max_memory=None,
-        block_size=None,
+        **execution,
     ):
-        super().__init__(**execution_params(locals()))
+        super().__init__(**execution)
         self.tau = tau
         self.lam = lam
         self.clip_inputs = clip_inputs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._base import Kernel, NonFiniteKernelError, execution_params
+from ._base import Kernel, NonFiniteKernelError
 from ._registry import KernelSpec, register
 from ._signature_pde_torch import double_difference, pde_wavefront
 from ._static import (
@@ -124,15 +124,10 @@ class SignaturePDEKernel(Kernel):
         scale: float = 1.0,
         dyadic_order: int | tuple[int, int] = 2,
         *,
-        backend: str = "auto",
-        n_jobs: int | None = None,
         amplitude: float = 1.0,
-        device=None,
-        dtype=None,
-        max_memory=None,
-        block_size=None,
+        **execution,
     ):
-        super().__init__(**execution_params(locals()))
+        super().__init__(**execution)
         self.static = static
         self.scale = scale
         self.dyadic_order = dyadic_order

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import torch
 
-from ._base import Kernel, execution_params, mirror_upper_, normalize_gram_
+from ._base import Kernel, mirror_upper_, normalize_gram_
 from ._registry import KernelSpec, register
 from ._signature_pde import lifted_increments, lifted_increments_pairs
 from ._static import RBF, Linear, StaticKernel, check_optional_static
@@ -249,14 +249,9 @@ class TruncatedSignatureKernel(Kernel):
         algorithm: str = "auto",
         discretization: str = "exact",
         amplitude: float = 1.0,
-        backend="auto",
-        n_jobs=None,
-        device=None,
-        dtype=None,
-        max_memory=None,
-        block_size=None,
+        **execution,
     ):
-        super().__init__(**execution_params(locals()))
+        super().__init__(**execution)
         self.static = static
         self.level = level
         self.scale = scale

@@ -41,8 +41,6 @@ Modules: ``_data`` (files, split, scales), ``_methods`` (the method tables), ``_
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
 
 from .._options import ConfigError, add_arguments, from_namespace
 from ._data import (
@@ -143,11 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             build_parser().print_help()
     except RunInterrupted as exc:
-        s = exc.summary or {}
-        print(f"run stopped by {signal.Signals(exc.signum).name}: "
-              f"{s.get('cells_computed', 0)} of {s.get('cells_total', '?')} runs computed and "
-              "committed; start the same command again to resume", file=sys.stderr)  # fmt: skip
-        return 128 + exc.signum
+        return exc.report("runs")
     except (ConfigError, StoreError, RunError) as exc:
         raise SystemExit("error: " + " ".join(str(exc).split())) from None
     return 0
