@@ -4,9 +4,12 @@
 A grid point is a dict of the *grid* values (the factors before scaling, e.g. ``sigma=1``
 means sigma = sqrt(d T) for the flattened RBF). :func:`build_kernel` turns a grid point into a
 kernel instance for data with ``d`` channels and ``T`` steps (counted after the basepoint and
-the time channel are added, as in the protocol). Kernels that compute several grid values in
-one pass (every truncation level of the signature kernels) declare them as *pass levels*: one
-Gram computation yields a stack, one entry per level.
+the time channel are added, as in the protocol; for unequal lengths, the longest series of
+the corpus). The integral kernels integrate every series on one grid of ``T`` points
+(``n_grid=T``: the series of that length are taken as they are, the shorter ones resampled),
+so their Grams are positive semi-definite on unequal-length data too. Kernels that compute
+several grid values in one pass (every truncation level of the signature kernels) declare them
+as *pass levels*: one Gram computation yields a stack, one entry per level.
 
 The truncated signature kernels come in two variants: ``trunc_sig_linear`` / ``trunc_sig_rbf``
 (``levels="cumulative"``, the standard kernel: the sum of the levels 0..n) and
@@ -98,13 +101,15 @@ def _flat_poly(g, d, T):
 def _integral_rbf(g, d, T):
     from tskernels import RBF, make_kernel
 
-    return make_kernel("integral_rbf", static=RBF(sigma=g["sigma"] * math.sqrt(d)))
+    return make_kernel("integral_rbf", static=RBF(sigma=g["sigma"] * math.sqrt(d)), n_grid=T)
 
 
 def _integral_poly(g, d, T):
     from tskernels import Polynomial, make_kernel
 
-    return make_kernel("integral_poly", static=Polynomial(degree=g["p"], c=g["c"], scale=1.0 / d))
+    return make_kernel(
+        "integral_poly", static=Polynomial(degree=g["p"], c=g["c"], scale=1.0 / d), n_grid=T
+    )
 
 
 def _gak(g, d, T):

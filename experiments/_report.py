@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._grids import REFERENCE_KERNELS
 from ._store import ResultStore, StoreError
 
 __all__ = [
@@ -351,13 +352,16 @@ def _timing_md(rows: list[dict], runs: list[dict]) -> str:
 def reference_comparison(res: dict, reference_csv: str | Path) -> list[dict]:
     """Rows of (data set, scorer, kernel, ours, reference, difference) for ROC-AUC and
     PR-AUC wherever the reference CSV (dataset,scorer,kernel,roc_auc,pr_auc) has a figure.
-    A reference kernel is compared with ours of the same name and with its ``_single``
-    variant when that was run (the reference's truncated signature kernel was single-level)."""
+    A reference kernel is compared with each of ours that was run among: the one of the
+    same name, its ``_single`` variant, and the reference study's own kernel
+    (:data:`~experiments._grids.REFERENCE_KERNELS`: the order-1 truncated signature kernels,
+    the randomized signature with the activation first)."""
     out = []
     with open(reference_csv) as f:
         for r in csv.DictReader(f):
             base = r["kernel"].replace(" ", "_")
-            for kernel in (base, base + "_single"):
+            own = REFERENCE_KERNELS.get(r["kernel"], base)
+            for kernel in dict.fromkeys((base, base + "_single", own)):
                 key = (r["dataset"], kernel, r["scorer"])
                 if key not in res:
                     continue
