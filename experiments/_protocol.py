@@ -122,10 +122,13 @@ def _normalise(Kcc, Koc, d_o):
                 f"normalisation needs k(x, x) > 0; the {name} diagonal holds "
                 f"{float(diag.min()):.3g}"
             )
-    Kcc = Kcc / torch.sqrt(dc[..., :, None] * dc[..., None, :])
+    # k(x, y) / (sqrt k(x, x) sqrt k(y, y)): the product of the roots, never the root of the
+    # product (which overflows once k(x, x) k(y, y) passes 1.8e308, signature kernels do)
+    sc, so = torch.sqrt(dc), torch.sqrt(d_o)
+    Kcc = Kcc / sc[..., :, None] / sc[..., None, :]
     Kcc = 0.5 * (Kcc + Kcc.transpose(-1, -2))
     torch.diagonal(Kcc, dim1=-2, dim2=-1).fill_(1.0)
-    Koc = Koc / torch.sqrt(d_o[..., :, None] * dc[..., None, :])
+    Koc = Koc / so[..., :, None] / sc[..., None, :]
     return Kcc, Koc, torch.ones_like(d_o)
 
 
@@ -135,7 +138,7 @@ def fold_grams(kernel, C, O, levels: list[int] | None = None):
 
     A kernel with a data-dependent parameter (``fit``, e.g. the GAK median heuristic) is
     fitted on the corpus first, so corpus and others see the same kernel."""
-    if hasattr(kernel, "fit"):
+    if not kernel.get_tag("fit_is_empty"):
         kernel.fit(C)
     if levels is None:
         Kcc = kernel.gram(C)[None]

@@ -246,3 +246,18 @@ def test_float32_overflowing_input_named():
     k = tk.FlattenedKernel(tk.Linear(), dtype=torch.float32)
     with pytest.raises(ValueError, match="beyond the torch.float32 range"):
         k.gram(X5 * 1e100)
+
+
+def test_experiments_fold_normalisation_beyond_1e154():
+    # the protocol's own normalisation (a fold's corpus and validation Grams): diagonals of
+    # 1e200 multiply past 1.8e308; the result must equal the normalisation at unit scale
+    from experiments._protocol import _normalise
+
+    k = tk.FlattenedKernel(tk.Linear())
+    C, O = X5, X5[:3] * 0.5 + 0.1
+    Kcc, Koc, d_o = k.gram(C)[None], k.gram(O, C)[None], k.diag(O)[None]
+    ref = _normalise(Kcc, Koc, d_o)
+    got = _normalise(Kcc * 1e200, Koc * 1e200, d_o * 1e200)
+    for a, b in zip(got, ref):
+        assert bool(torch.isfinite(a).all())
+        torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-15)
