@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._results import _axes, _matrix, _test_rows
+
 __all__ = ["KERNEL_COLOURS", "CD_ALPHA", "kernel_colour", "min_datasets", "write_figures"]
 
 #: Significance level of the critical-difference diagrams (aeon's default).
@@ -106,7 +108,6 @@ def figures_markdown(paths, notes) -> str:
 
 # ----------------------------------------------------------------------------- figures
 def _conformance_vs_mahalanobis(store, setting, res, out, plt):
-    from ._report import _axes
 
     datasets, kernels, scorers = _axes(res)
     if not {"conformance", "mahalanobis"} <= set(scorers):
@@ -129,7 +130,6 @@ def _conformance_vs_mahalanobis(store, setting, res, out, plt):
 
 
 def _critical_differences(store, setting, res, out, plt):
-    from ._report import _axes, _matrix
 
     datasets, kernels, scorers = _axes(res)
     paths, notes = [], []
@@ -202,8 +202,6 @@ def _candidates(store, setting: str) -> dict[str, set]:
 
 
 def _hyperparameters(store, setting, res, out, plt):
-    from ._report import _test_rows
-
     rows = _test_rows(store, setting, "AND error IS NULL")
     if not rows:
         return [], []

@@ -23,7 +23,7 @@ _EXPORTS = {
     "SCORERS": "_detector",
     "KernelNoveltyDetector": "_detector",
     "GramScorer": "_gram_scorer",
-    "scorer_registry": "_gram_scorer",
+    "scorer_registry": "_scorer_registry",
     "as_series_collection": "_layouts",
     "single_series_hint": "_layouts",
     "plot_scores": "_plot",

@@ -1,4 +1,4 @@
-r"""The one contract of the novelty scorers on Gram matrices, and their registry.
+r"""The one contract of the novelty scorers on Gram matrices.
 
 A :class:`GramScorer` is fitted on the Gram matrix of a corpus of normal points and scores new
 points from their kernel values against the corpus:
@@ -16,8 +16,9 @@ constraints once (``_parameter_constraints``) and they are checked in ``fit`` an
 ``score``, so ``set_params`` cannot slip a bad value past them; fitted attributes end in ``_``
 and every post-fit method starts with scikit-learn's ``check_is_fitted``.
 
-:func:`scorer_registry` maps each scorer name to its class; the detector, the experiments and
-the tests read that one list. Capabilities are class attributes (tags): ``sweep_axis``,
+:func:`~novelty._scorer_registry.scorer_registry` (its own module, which imports every
+scorer) maps each scorer name to its class; the detector, the experiments and the tests read
+that one list. Capabilities are class attributes (tags): ``sweep_axis``,
 ``rank_param``, ``requires_diag``, ``requires_normalized``.
 """
 
@@ -25,10 +26,8 @@ from __future__ import annotations
 
 import math
 from abc import ABCMeta, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
-from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
@@ -45,8 +44,6 @@ __all__ = [
     "Options",
     "ScorerNotFittedError",
     "check_fitted",
-    "scorer_name",
-    "scorer_registry",
     "validate_params",
 ]
 
@@ -238,51 +235,3 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         tags.input_tags.pairwise = True  # fit takes a Gram: cross-validation slices both axes
         tags.non_deterministic = False
         return tags
-
-
-# ---------------------------------------------------------------------------- registry
-_REGISTRY: dict[str, type[GramScorer]] = {}
-
-
-def scorer_registry() -> Mapping[str, type[GramScorer]]:
-    """Read-only mapping scorer name -> :class:`GramScorer` subclass, in a fixed order:
-
-    ========================  ===============================  ==========  ===========
-    name                      class                            sweep_axis  rank_param
-    ========================  ===============================  ==========  ===========
-    ``"conformance"``         :class:`ConformanceScorer`       alpha       max_rank
-    ``"mahalanobis"``         :class:`MahalanobisScorer`       alpha       max_rank
-    ``"sse"``                 :class:`SpectralSupport`         lam         --
-    ``"sosrep"``              :class:`SOSREPScorer`            --          --
-    ``"knn"``                 :class:`KNNScorer`               --          --
-    ``"mean_embedding"``      :class:`MeanEmbeddingScorer`     --          --
-    ``"ocsvm"``               :class:`OCSVMScorer`             --          --
-    ========================  ===============================  ==========  ===========
-
-    The mean-kNN rule (ROCKAD's) is ``KNNScorer(aggregate="mean")``.
-    """
-    if not _REGISTRY:
-        from ._baselines import KNNScorer, MeanEmbeddingScorer, OCSVMScorer
-        from ._sosrep import SOSREPScorer
-        from ._spectral_support import SpectralSupport
-        from ._variance_norm import ConformanceScorer, MahalanobisScorer
-
-        _REGISTRY.update(
-            conformance=ConformanceScorer,
-            mahalanobis=MahalanobisScorer,
-            sse=SpectralSupport,
-            sosrep=SOSREPScorer,
-            knn=KNNScorer,
-            mean_embedding=MeanEmbeddingScorer,
-            ocsvm=OCSVMScorer,
-        )
-    return MappingProxyType(_REGISTRY)
-
-
-def scorer_name(scorer) -> str:
-    """The registry name of a scorer instance or class (its class name if unregistered)."""
-    cls = scorer if isinstance(scorer, type) else type(scorer)
-    for name, registered in scorer_registry().items():
-        if registered is cls:
-            return name
-    return cls.__name__

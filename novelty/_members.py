@@ -38,7 +38,8 @@ from tskernels import Kernel, SeriesBatch
 from tskernels.validation import all_finite, resolve_dtype
 
 from ._baselines import KNNScorer
-from ._gram_scorer import GramScorer, scorer_name, scorer_registry
+from ._gram_scorer import GramScorer
+from ._scorer_registry import scorer_name, scorer_registry
 
 __all__ = [
     "SCORERS",
