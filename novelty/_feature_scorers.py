@@ -41,7 +41,7 @@ import torch
 
 from ._spectral_support import DIAG_TOL, FILTERS, _iterations, spectral_filter
 from ._validation import check_alphas, check_int, check_positive
-from ._variance_norm import _eigh_descending
+from ._variance_norm import _eigh_descending, kept_rank
 
 __all__ = [
     "FeatureKNN",
@@ -198,14 +198,7 @@ class FeatureVarianceNorm(_FeatureScorer):
             C.addmm_(D.T, D)
         C = (C + C.T) / (2 * N)
         s, V = _eigh_descending(C)
-        keep = int((s > self.threshold).sum())
-        if max_rank is not None:
-            keep = min(keep, max_rank)
-        if keep == 0:
-            raise ValueError(
-                f"no eigenvalue of the feature covariance exceeds threshold={self.threshold:g} "
-                f"(largest {float(s[0]):.3g}): the corpus points coincide in feature space"
-            )
+        keep = kept_rank(s, self.threshold, max_rank, "the feature covariance")
         self.n_corpus_ = N
         self.n_features_ = M
         self.n_components_ = keep

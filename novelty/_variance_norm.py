@@ -108,14 +108,7 @@ class VarianceNorm(BaseEstimator):
                 f"{float(s[-1]):.3g} (largest {top:.3g}); use a positive-definite kernel, or "
                 "check the Gram for a wrong parameter or a non-kernel similarity"
             )
-        keep = int((s > self.threshold).sum())
-        if max_rank is not None:
-            keep = min(keep, max_rank)
-        if keep == 0:
-            raise ValueError(
-                f"no eigenvalue of the centred corpus Gram exceeds threshold={self.threshold:g} "
-                f"(largest {top:.3g}): the corpus points coincide in feature space"
-            )
+        keep = kept_rank(s, self.threshold, max_rank, "the centred corpus Gram")
         eigenvalues = s[:keep].clone()
         projection = U[:, :keep] / torch.sqrt(N * eigenvalues)[None, :]
         corpus_projections = _project(B, projection)
@@ -285,6 +278,20 @@ class ConformanceScorer(_VarianceNormScorer):
 def _project(K: torch.Tensor, projection: torch.Tensor) -> torch.Tensor:
     """(K - row mean) @ projection: p_m for each row of K (n, N), Tensor (n, M)."""
     return (K - K.mean(dim=1, keepdim=True)) @ projection
+
+
+def kept_rank(s: torch.Tensor, threshold: float, max_rank: int | None, what: str) -> int:
+    """The number of components kept from the descending spectrum ``s``: the eigenvalues
+    above ``threshold``, at most ``max_rank``; a ValueError naming ``what`` if none is."""
+    keep = int((s > threshold).sum())
+    if max_rank is not None:
+        keep = min(keep, max_rank)
+    if keep == 0:
+        raise ValueError(
+            f"no eigenvalue of {what} exceeds threshold={threshold:g} (largest "
+            f"{float(s[0]):.3g}): the corpus points coincide in feature space"
+        )
+    return keep
 
 
 def _eigh_descending(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
