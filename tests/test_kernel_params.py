@@ -214,3 +214,22 @@ def test_no_private_helper_shared_between_numba_cores():
 
     src = open(pde.__file__).read()
     assert "_gak_numba" not in src and "from ._math_numba import _exp_nonpos" in src
+
+
+def test_log_space_tag_needs_the_log_hooks():
+    # a kernel tagged log_space must define its log-space evaluation: checked at definition
+    from tskernels._base import Kernel
+
+    with pytest.raises(TypeError, match="tagged log_space but does not define _log_gram_block"):
+
+        class NoLog(Kernel):  # noqa: F841
+            _tags = {"log_space": True}
+
+            def _gram_block(self, X, Y, symmetric):
+                return X.values.sum((1, 2))[:, None] * Y.values.sum((1, 2))[None, :]
+
+            def _diag(self, X):
+                return X.values.sum((1, 2)) ** 2
+
+            def _log_diag(self, X):
+                return self._diag(X).log()

@@ -198,6 +198,14 @@ class Kernel(Parametrized, ABC):
         # read-only views of the tags, for code written against the attributes
         cls.supports_unequal_length = bool(cls._all_tags["unequal_length"])
         cls.needs_fit = bool(cls._all_tags["needs_fit"])
+        if cls._all_tags["log_space"]:
+            missing = [
+                m for m in ("_log_gram_block", "_log_diag") if getattr(cls, m) is getattr(Kernel, m)
+            ]
+            if missing:
+                raise TypeError(
+                    f"{cls.__name__} is tagged log_space but does not define {', '.join(missing)}"
+                )
 
     def __init__(
         self,
@@ -259,12 +267,13 @@ class Kernel(Parametrized, ABC):
         """K(x_i, x_i), Tensor (X.n,)."""
 
     def _log_gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
-        """log K between two blocks, float64 Tensor (X.n, Y.n) (tag ``log_space``)."""
-        raise NotImplementedError
+        """log K between two blocks, float64 Tensor (X.n, Y.n) (tag ``log_space``: a class
+        with the tag must define it, checked when the class is defined)."""
+        raise NotImplementedError(f"{type(self).__name__} has no log-space evaluation")
 
     def _log_diag(self, X: SeriesBatch) -> torch.Tensor:
-        """log K(x_i, x_i), float64 Tensor (X.n,) (tag ``log_space``)."""
-        raise NotImplementedError
+        """log K(x_i, x_i), float64 Tensor (X.n,) (tag ``log_space``, as above)."""
+        raise NotImplementedError(f"{type(self).__name__} has no log-space evaluation")
 
     def _pair_bytes(self, X: SeriesBatch, Y: SeriesBatch) -> int:
         """Working memory per pair of series (bytes); default one T_x x T_y matrix."""
