@@ -15,9 +15,30 @@ nested_univ, df-list, pd-wide)                and converted by ``sktime.datatype
 
 Equal lengths give an array (n, T, d), unequal lengths a list. Numpy arrays are read as
 (n, T, d); sktime's numpy3D layout is (n, d, T), so a 3-D array with more channels than time
-steps draws a warning (it is never transposed). Values must be real and finite; NaN is
-accepted only as tslearn-style trailing padding of a 3-D (or 2-D) array. Time indices of
-pandas containers are dropped: the rows are read in order, as equally spaced steps.
+steps draws a warning (it is never transposed). Values must be real; Inf is always an error.
+Time indices of pandas containers are dropped: the rows are read in order, as equally spaced
+steps.
+
+Missing values (NaN), by the keyword ``missing``:
+
+=========================  ========================================================
+``missing``                NaN inside a series
+=========================  ========================================================
+``"error"`` (default)      ValueError naming the series and the time step
+``"interpolate"``          filled per channel by linear interpolation between the
+                           neighbouring observed values, edge values held before the
+                           first / after the last observed value
+                           (:func:`novelty._missing.interpolate_missing`)
+=========================  ========================================================
+
+With either value, trailing all-NaN rows of a 3-D (or 2-D) array are read as tslearn-style
+padding of unequal lengths, never as missing values: a gap at the very end of a series in an
+array cannot be told from padding (give such a series in a list, or a pandas container, to
+have its trailing NaN held at the last observed value). With ``"interpolate"`` NaN may sit in
+any layout: a 3-D array (also in only some channels of a row), a list of (T_i, d) arrays, a
+2-D (n, T) array, any sktime container whose metadata says ``has_nans`` (in a pandas
+container, NaN is always a missing value, never padding). A channel that is NaN at every step
+of a series, or an all-NaN series, is an error (nothing to interpolate from).
 """
 
 from __future__ import annotations
@@ -26,15 +47,25 @@ import warnings
 
 import numpy as np
 
+from ._missing import check_missing, interpolate_missing
+
 __all__ = ["as_series_collection", "single_series_hint"]
 
 
-def as_series_collection(X, *, name: str = "X") -> np.ndarray | list[np.ndarray]:
+def as_series_collection(
+    X, *, name: str = "X", missing: str = "error"
+) -> np.ndarray | list[np.ndarray]:
     """A collection of multivariate series as float64 ``(n, T, d)`` (equal lengths) or a list
     of float64 ``(T_i, d)`` arrays (unequal lengths); see the module docstring for the layouts.
 
-    Raises ValueError on empty input, non-real or non-finite values (NaN other than trailing
-    padding, Inf), differing channel counts and unrecognised pandas containers; warns
+    ``missing``: ``"error"`` (default): NaN other than trailing padding rows of an array is an
+    error; ``"interpolate"``: NaN inside a series is filled by linear interpolation per channel,
+    edge values held (:func:`novelty._missing.interpolate_missing`); trailing all-NaN rows of
+    an array are padding either way.
+
+    Raises ValueError on empty input, non-real or infinite values, NaN inside a series (with
+    ``missing="error"``), an all-NaN channel or series (with ``"interpolate"``), differing
+    channel counts, unrecognised pandas containers and an unknown ``missing``; warns
     (UserWarning) when a 3-D array has more channels than time steps.
 
     >>> import numpy as np
@@ -44,18 +75,21 @@ def as_series_collection(X, *, name: str = "X") -> np.ndarray | list[np.ndarray]
     [(3, 2), (5, 2)]
     >>> as_series_collection(np.zeros((6, 10))).shape  # 6 univariate series
     (6, 10, 1)
+    >>> as_series_collection([[1.0, np.nan, 3.0]], missing="interpolate")[0, :, 0].tolist()
+    [1.0, 2.0, 3.0]
     """
+    check_missing(missing)
     if X is None:
         raise ValueError(f"`{name}` is None: expected a collection of time series")
     if _is_pandas(X) or (
         isinstance(X, (list, tuple)) and len(X) > 0 and all(_is_pandas(x) for x in X)
     ):
-        return _from_sktime(X, name)
+        return _from_sktime(X, name, missing)
     if isinstance(X, (list, tuple)) or (
         isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 1
     ):
-        return _from_sequence(X, name)
-    return _from_array(_to_numpy(X, name), name)
+        return _from_sequence(X, name, missing)
+    return _from_array(_to_numpy(X, name), name, missing)
 
 
 def single_series_hint(X, n_channels: int) -> str | None:
@@ -126,7 +160,7 @@ def _collect(series: list[np.ndarray], name: str) -> np.ndarray | list[np.ndarra
     return series
 
 
-def _from_sequence(X, name: str) -> np.ndarray | list[np.ndarray]:
+def _from_sequence(X, name: str, missing: str) -> np.ndarray | list[np.ndarray]:
     if len(X) == 0:
         raise ValueError(f"`{name}` is empty: need at least one series")
     series = []
@@ -141,13 +175,16 @@ def _from_sequence(X, name: str) -> np.ndarray | list[np.ndarray]:
             )
         if a.shape[0] == 0 or a.shape[1] == 0:
             raise ValueError(f"`{name}[{i}]` is empty: shape {a.shape}")
-        a = np.array(a, dtype=np.float64)
-        _check_finite(a, f"{name}[{i}]")
+        if missing == "interpolate":
+            a = interpolate_missing(a, f"{name}[{i}]")  # a float64 copy
+        else:
+            a = np.array(a, dtype=np.float64)
+            _check_finite(a, f"{name}[{i}]")
         series.append(a)
     return _collect(series, name)
 
 
-def _from_array(a: np.ndarray, name: str) -> np.ndarray | list[np.ndarray]:
+def _from_array(a: np.ndarray, name: str, missing: str) -> np.ndarray | list[np.ndarray]:
     if a.ndim == 2:
         a = a[:, :, None]  # (n, T): n univariate series, scikit-learn style
     elif a.ndim == 3:
@@ -176,16 +213,18 @@ def _from_array(a: np.ndarray, name: str) -> np.ndarray | list[np.ndarray]:
             f"`{name}` series {i} contains an infinite value at time step {t}, channel {c}: "
             "Inf is not allowed"
         )
-    return _unpad(a, name)
+    return _unpad(a, name, missing)
 
 
-def _unpad(a: np.ndarray, name: str) -> np.ndarray | list[np.ndarray]:
+def _unpad(a: np.ndarray, name: str, missing: str) -> np.ndarray | list[np.ndarray]:
     """Series of a NaN-padded (n, T_max, d) array: each one's rows before its trailing
-    all-NaN rows; any other NaN raises."""
+    all-NaN rows; any other NaN raises (``missing="error"``) or is interpolated per channel
+    (``missing="interpolate"``)."""
     nan = np.isnan(a)
     row_nan = nan.all(axis=2)  # (n, T_max)
     partial = nan.any(axis=2) & ~row_nan
-    if partial.any():
+    interpolate = missing == "interpolate"
+    if partial.any() and not interpolate:
         i, t = np.argwhere(partial)[0]
         raise ValueError(
             f"`{name}` series {i} has NaN in only some channels at time step {t}: NaN is not "
@@ -197,14 +236,21 @@ def _unpad(a: np.ndarray, name: str) -> np.ndarray | list[np.ndarray]:
     for i, L in enumerate(lengths):
         if L == 0:
             raise ValueError(f"`{name}` series {i} is all NaN: an empty series")
-        if row_nan[i, :L].any():
+        if row_nan[i, :L].any() and not interpolate:
             t = int(np.argmax(row_nan[i, :L]))
             raise ValueError(
                 f"`{name}` series {i} has NaN at time step {t} before its last observed step "
                 f"{L - 1}: NaN is not allowed inside a series (only trailing all-NaN rows are "
                 "read as padding of unequal lengths)"
             )
-    return _collect([a[i, :L] for i, L in enumerate(lengths)], name)
+    series = [a[i, :L] for i, L in enumerate(lengths)]
+    if interpolate:
+        gaps = nan.any(axis=2)  # (n, T_max); only the rows before the padding are read
+        series = [
+            interpolate_missing(x, f"{name}[{i}]") if gaps[i, : len(x)].any() else x
+            for i, x in enumerate(series)
+        ]
+    return _collect(series, name)
 
 
 def _is_pd_wide(X) -> bool:
@@ -220,9 +266,10 @@ def _is_pd_wide(X) -> bool:
     )
 
 
-def _from_sktime(X, name: str) -> np.ndarray | list[np.ndarray]:
+def _from_sktime(X, name: str, missing: str) -> np.ndarray | list[np.ndarray]:
     """A pandas container (or list of DataFrames): detected as an sktime Panel mtype and
-    converted to df-list by sktime's own functions, then read as (T_i, d) arrays."""
+    converted to df-list by sktime's own functions, then read as (T_i, d) arrays (NaN: a
+    missing value, an error or interpolated by ``missing``; never padding)."""
     from sktime.datatypes import check_is_scitype, convert
 
     keys = ["mtype", "n_instances", "has_nans", "is_empty"]
@@ -247,7 +294,7 @@ def _from_sktime(X, name: str) -> np.ndarray | list[np.ndarray]:
     mtype = meta["mtype"]
     if meta.get("n_instances", 1) == 0 or meta.get("is_empty", False):
         raise ValueError(f"`{name}` ({label}) is empty: need at least one non-empty series")
-    if meta.get("has_nans", False):
+    if meta.get("has_nans", False) and missing == "error":
         raise ValueError(f"`{name}` ({label}) contains NaN: missing values are not supported")
     dfs = X if mtype == "df-list" else convert(X, mtype, "df-list", as_scitype="Panel")
     series = []
@@ -258,6 +305,9 @@ def _from_sktime(X, name: str) -> np.ndarray | list[np.ndarray]:
             raise ValueError(f"`{name}` ({label}) series {i} has non-numeric values: {e}") from None
         if a.shape[0] == 0:
             raise ValueError(f"`{name}` ({label}) series {i} is empty")
-        _check_finite(a, f"{name}[{i}]")
+        if missing == "interpolate":
+            a = interpolate_missing(a, f"{name}[{i}]")
+        else:
+            _check_finite(a, f"{name}[{i}]")
         series.append(a)
     return _collect(series, name)
