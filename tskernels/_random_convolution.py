@@ -8,6 +8,7 @@ Gram-level scorer applies to ROCKET-type features.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -16,6 +17,7 @@ import torch
 from ._base import DEFAULT_MAX_MEMORY, Kernel
 from ._registry import KernelSpec, register
 from ._static import RBF, Linear, StaticKernel, check_optional_static
+from ._threads import threads
 from .validation import SeriesBatch, as_series_batch, check_bool, check_int, check_option
 
 __all__ = ["RandomConvolutionKernel"]
@@ -34,6 +36,37 @@ def _pad_short(x: np.ndarray, minimum: int) -> np.ndarray:
     if x.shape[0] >= minimum:
         return x
     return np.concatenate([x, np.repeat(x[-1:], minimum - x.shape[0], axis=0)])
+
+
+class _MemoEntry:
+    """The features of one batch, remembered by ``RandomConvolutionKernel._reusing_features``:
+    the batch's values (kept alive, so their memory is never another batch's), their memory
+    location, layout and torch version, its lengths, and its raw features (as sktime gives
+    them) or, once asked for, the power-transformed ones."""
+
+    __slots__ = ("values", "key", "lengths", "raw", "phi")
+
+    def __init__(self, X: SeriesBatch, raw: np.ndarray):
+        self.values = X.values
+        self.key = _batch_key(X)
+        self.lengths = X.lengths.clone()
+        self.raw = raw
+        self.phi = None
+
+    def matches(self, X: SeriesBatch) -> bool:
+        return _batch_key(X) == self.key and torch.equal(X.lengths, self.lengths)
+
+
+def _batch_key(X: SeriesBatch) -> tuple:
+    """Where and how the batch's values lie, and their torch version (bumped by every in-place
+    change made through torch): equal for the same batch, a view of all of it, or a tensor
+    sharing its numpy memory."""
+    v = X.values
+    try:
+        version = v._version
+    except RuntimeError:  # an inference-mode tensor keeps no version: never reused
+        version = object()
+    return (v.data_ptr(), tuple(v.shape), v.stride(), v.dtype, v.device, version)
 
 
 def _writeable_parameters(transformer) -> None:
@@ -98,8 +131,9 @@ class RandomConvolutionKernel(Kernel):
     seed : int, default 0
         sktime's ``random_state`` (0 <= seed < 2**31): the same features for the same seed.
     n_jobs : None (default), -1 or int > 0
-        Threads: sktime's ``n_jobs`` of the transform (None: sktime's default, 1) and torch's
-        for the Gram (None: the current setting); -1: all cores.
+        Threads: sktime's ``n_jobs`` of the transform (None: sktime's default, 1), numba's
+        for the power transform's lambda search and torch's for the Gram (None: the current
+        settings); -1: all cores.
 
     Attributes (after ``fit``)
     --------------------------
@@ -219,12 +253,16 @@ class RandomConvolutionKernel(Kernel):
             scaler = YeoJohnson()  # sklearn's criterion, vectorised (its Brent: 10 ms/feature)
         else:
             scaler = StandardScaler()
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), threads(self.n_jobs, "numba"):
             # the lambda search on a (nearly) constant column overflows harmlessly
             warnings.filterwarnings("ignore", category=RuntimeWarning)
-            scaler.fit(raw)
+            scaler.fit(raw)  # YeoJohnson's lambda search runs on numba's threads
         self.transformer_ = transformer
         self.scaler_ = scaler
+        memo = self.__dict__.get("_feature_memo")
+        if memo is not None:  # inside _reusing_features: the old features are stale
+            memo.clear()
+            memo.append(_MemoEntry(batch, raw))
         self.n_features_ = raw.shape[1]
         self.n_channels_ = batch.d
         self.series_length_ = length
@@ -281,8 +319,37 @@ class RandomConvolutionKernel(Kernel):
         return np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0])
 
     def _features(self, X: SeriesBatch) -> np.ndarray:
-        raw = self._raw_features(self.transformer_, X, self.series_length_)
-        return self.scaler_.transform(raw)
+        memo = self.__dict__.get("_feature_memo")
+        if memo is None:
+            raw = self._raw_features(self.transformer_, X, self.series_length_)
+            return self.scaler_.transform(raw)
+        entry = next((e for e in memo if e.matches(X)), None)
+        if entry is None:
+            entry = _MemoEntry(X, self._raw_features(self.transformer_, X, self.series_length_))
+            memo.append(entry)
+        if entry.phi is None:
+            entry.phi, entry.raw = self.scaler_.transform(entry.raw), None
+        return entry.phi
+
+    @contextlib.contextmanager
+    def _reusing_features(self):
+        """Within the block, the features of each batch are computed once: ``fit`` remembers
+        those of its corpus, and every later feature computation (``gram``, ``diag``,
+        ``features``) those of its batch, which a call on the same batch (the same
+        SeriesBatch, a view of all of it, or arrays sharing its memory) then reuses; the
+        results are bit for bit those computed afresh. A ``fit`` in the block forgets the
+        features of the previous fit. The caller must not modify the batches in the block (a
+        change through numpy memory is not seen); the memory is released when it ends.
+        Cross-fitting uses it (``novelty._members.cross_fitted_scores``): the corpus part's
+        features are computed by ``fit`` and reused by the Grams of the fold."""
+        outer = "_feature_memo" in self.__dict__
+        if not outer:
+            self._feature_memo = []
+        try:
+            yield self
+        finally:
+            if not outer:
+                del self._feature_memo
 
     def _feature_tensor(self, X: SeriesBatch) -> torch.Tensor:
         return torch.from_numpy(self._features(X)).to(device=self._device, dtype=self._dtype)
