@@ -1,11 +1,21 @@
-"""Detector benchmark on the UEA data: our KernelNoveltyDetector against ROCKAD and PyOD.
+"""Detector benchmark on 58 data sets: our KernelNoveltyDetector against ROCKAD and PyOD.
 
-Problems: for every data set and every class c (one-versus-rest, issue 11 item 6), the corpus
-is the training series of class c, subsampled without replacement to at most ``--max-corpus``
-(120) series; the test set is the test split, a stratified (by class) subsample of at most
-``--max-test`` (600) series, the same for every class of a data set; label 1 = anomaly
-(class != c). Both subsamples are drawn with the seed (``--seeds``), which every method also
-gets as its ``random_state``.
+Data sets: the 11 UEA multivariate sets and the 47 UCR univariate sets of ``../shared/data``
+(``data/uea`` and ``data/ucr`` inside the checkout, git-ignored; ``--data-dir`` takes one or
+more folders of ``<Name>/<Name>_{TRAIN,TEST}.ts``). They are split once into a **tuning half**
+and a **confirmation half** (:func:`halves`): within each collection (UEA, UCR) the names,
+sorted, are permuted with the fixed seed ``SPLIT_SEED`` and the first ceil(n / 2) go to the
+tuning half. The rule never looks at results; every choice of the detector is made on the
+tuning half, and the confirmation half is what the docs quote (``report --half``).
+
+Problems: for every data set and at most ``--max-classes`` (5) of its classes (a seeded choice
+among the sorted labels when there are more, :func:`choose_classes`; fixed before any result
+was seen, so that the wide benchmark runs in about two hours on 2 cores), one class c is normal
+(one-versus-rest); the corpus is the training series of class c, subsampled without
+replacement to at most ``--max-corpus`` (100) series; the test set is the test split, a
+stratified (by class) subsample of at most ``--max-test`` (300) series, the same for every
+class of a data set; label 1 = anomaly (class != c). Both subsamples are drawn with the seed
+(``--seeds``), which every method also gets as its ``random_state``.
 
 Methods (``METHODS``, selected with ``--methods``; the groups ``ours`` and ``peers`` expand):
 
@@ -22,6 +32,12 @@ Methods (``METHODS``, selected with ``--methods``; the groups ``ours`` and ``pee
   power-transformed ROCKET features: higher = more anomalous). It has no threshold, so no
   false-alarm rate. Its k-NN queries only test series against a bootstrap sample of the
   corpus, so ``n_neighbors = min(5, N)`` for a corpus of N < 5 series (StandWalkJump: 4).
+  ``rockad_mean5``: the same for seeds 0-4 (ROCKET's draws vary), its ROC-AUC and AP the means
+  of the five (each seed's figures in ``params``); fit and score seconds are the totals.
+* ``rockad_recipe``: ROCKAD's recipe written out with sktime's MiniRocket (multivariate, or
+  its variable-length version; ``random_state=seed``): features of the corpus standardised
+  (scikit-learn's ``StandardScaler`` fitted on the corpus), anomaly score = mean Euclidean
+  distance to the ``min(5, N)`` nearest corpus series (scikit-learn's ``NearestNeighbors``).
 * ``pyod_knn``, ``pyod_iforest``, ``pyod_lof``, ``pyod_ocsvm``, ``pyod_ecod``: PyOD with its
   defaults (``random_state=seed`` for IForest) on flattened series: average pooling with
   window ``1 + (T - 1) // 100`` when T > 100, z-score per (time step, channel) with the corpus's
@@ -33,9 +49,18 @@ Methods (``METHODS``, selected with ``--methods``; the groups ``ours`` and ``pee
   series in a call of its own: training data plus that one series. KNN and LOF fit the k-NN
   of corpus points among the others, so ``n_neighbors = min(default, N - 1)`` (defaults 5
   and 20).
-* Unequal lengths (JapaneseVowels), for ROCKAD and PyOD only: every series whose length differs
-  from the corpus's maximum length is resampled linearly (``np.interp`` per channel, both ends
-  kept) to that length before anything else. Our detectors get the list of series.
+* Unequal lengths, for ROCKAD and PyOD only: every series whose length differs from the
+  corpus's maximum length is resampled linearly (``np.interp`` per channel, both ends kept) to
+  that length before anything else. Our detectors get the list of series.
+* Missing values (NaN inside series: DodgerLoopDay, DodgerLoopWeekend, MelbournePedestrian),
+  for the peers only: filled first by ``novelty.interpolate_missing`` (linear per channel,
+  edges held), the rule our detector applies itself (``missing="interpolate"``). Our detectors
+  get the series with their NaN.
+* A method that cannot run on a problem (PyOD's KNN and LOF need two corpus series; a corpus
+  of one series occurs in Fungi and DiatomSizeReduction) records the error: "n/a" in the
+  tables, and ROC-AUC 0.5 (chance) in the means and ranks of ``report`` (``--failed chance``,
+  the default), so every method is averaged over the same problems; ``--failed leave-out``
+  drops data sets where any shown method failed instead.
 
 Metrics per (data set, class, method, seed): ROC-AUC and average precision of the anomaly
 score with the anomaly as the positive class, the false-alarm rate and its nominal value, fit
@@ -51,10 +76,11 @@ interrupted run resumes and recomputes nothing done; ``--rerun METHOD`` recomput
 ``--extra``, its expression: a changed expression under a stored name is refused unless the
 name is given to ``--rerun``, which then deletes the old rows.
 
-    python benchmarks/bench_detector.py run [--datasets BasicMotions ...] [--methods peers]
-        [--extra gak_knn='KernelNoveltyDetector(kernel=GAK(), scorer="knn")'] [--seeds 0]
-    python benchmarks/bench_detector.py report [--methods ours_default rockad ...]
-        [--write-docs docs/results_detector.md]
+    python benchmarks/bench_detector.py run [--half tuning] [--datasets BasicMotions ...]
+        [--methods peers] [--extra gak_knn='KernelNoveltyDetector(kernel=GAK(), scorer="knn")']
+    python benchmarks/bench_detector.py report --half confirmation [--methods ours_default ...]
+        [--write-docs docs/results_detector.md] [--cd docs/cd_confirmation.png]
+    python benchmarks/bench_detector.py halves     # the split, one line per data set
 """
 
 from __future__ import annotations
@@ -77,8 +103,12 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_STORE = REPO / "results" / "bench_detector.sqlite"
-MAX_CORPUS = 120
-MAX_TEST = 600
+MAX_CORPUS = 100
+MAX_TEST = 300
+MAX_CLASSES = 5
+#: Seed of the tuning / confirmation split (:func:`halves`) and of the class choice.
+SPLIT_SEED = 21
+HALVES = ("tuning", "confirmation")
 EPS = 1e-4
 CLIP = 5.0
 MAX_LENGTH = 100  # pooling: window 1 + (T - 1) // 100
@@ -89,9 +119,35 @@ class CLIError(Exception):
     """A bad command line or store state: printed as one line, no traceback."""
 
 
-def default_data_dir() -> Path:
+def default_data_dirs() -> list[Path]:
+    """``$TSKERNELS_DATA`` (folders separated by the path separator), else ``data/uea`` and
+    ``data/ucr`` of the checkout (git-ignored: link or unpack ``../shared/data`` there)."""
     env = os.environ.get("TSKERNELS_DATA")
-    return Path(env) if env else REPO / "data" / "uea"  # git-ignored; copy or link the sets there
+    if env:
+        return [Path(p) for p in env.split(os.pathsep) if p]
+    return [REPO / "data" / "uea", REPO / "data" / "ucr"]
+
+
+def halves(names_by_collection: dict[str, list[str]], seed: int = SPLIT_SEED) -> dict[str, str]:
+    """Data set name -> "tuning" or "confirmation": within each collection, the sorted names
+    permuted with ``seed``, the first ceil(n / 2) tuning. Depends on the names only."""
+    out = {}
+    for collection in sorted(names_by_collection):
+        names = sorted(names_by_collection[collection])
+        order = np.random.default_rng(seed).permutation(len(names))
+        cut = (len(names) + 1) // 2
+        for rank, i in enumerate(order):
+            out[names[i]] = HALVES[0] if rank < cut else HALVES[1]
+    return out
+
+
+def choose_classes(labels: list[str], max_classes: int, seed: int = SPLIT_SEED) -> list[str]:
+    """All labels when at most ``max_classes``, else a seeded choice of that many (in label
+    order): fixed by the labels alone, before any result."""
+    if len(labels) <= max_classes:
+        return list(labels)
+    keep = np.random.default_rng(seed).choice(len(labels), size=max_classes, replace=False)
+    return [labels[i] for i in sorted(keep)]
 
 
 # -- problems --------------------------------------------------------------------------------
@@ -121,8 +177,25 @@ def subsample_test(y: np.ndarray, max_test: int, seed: int) -> np.ndarray:
         return np.arange(n)
     from sklearn.model_selection import train_test_split
 
-    keep, _ = train_test_split(np.arange(n), train_size=max_test, stratify=y, random_state=seed)
-    return np.sort(keep)
+    _, counts = np.unique(y, return_counts=True)
+    if counts.min() >= 2:  # scikit-learn's stratified split
+        keep, _ = train_test_split(np.arange(n), train_size=max_test, stratify=y, random_state=seed)
+        return np.sort(keep)
+    return _stratified_quota(y, max_test, seed)
+
+
+def _stratified_quota(y: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """Sorted indices of ``size`` series, each class's share ``floor(size * n_c / n)`` plus one
+    for the largest remainders (seeded draw within classes): for test splits holding a class
+    of one series, which scikit-learn's stratified split refuses."""
+    rng = np.random.default_rng(seed)
+    labels, counts = np.unique(y, return_counts=True)
+    quota = counts * size / len(y)
+    take = np.floor(quota).astype(int)
+    for i in np.argsort(-(quota - take), kind="stable")[: size - int(take.sum())]:
+        take[i] += 1
+    keep = [rng.choice(np.flatnonzero(y == c), size=k, replace=False) for c, k in zip(labels, take)]
+    return np.sort(np.concatenate(keep))
 
 
 def subsample_corpus(n: int, max_corpus: int, seed: int) -> np.ndarray:
@@ -142,15 +215,21 @@ def build_problems(
     classes: list[str] | None = None,
     max_corpus: int = MAX_CORPUS,
     max_test: int = MAX_TEST,
+    max_classes: int | None = None,
 ) -> list[Problem]:
-    """The one-versus-rest problems of one data set (every class, or ``classes``)."""
+    """The one-versus-rest problems of one data set (every class, or ``classes``, or at most
+    ``max_classes`` of them: :func:`choose_classes`)."""
     y_train, y_test = np.asarray(y_train).astype(str), np.asarray(y_test).astype(str)
     labels = sorted(set(y_train.tolist()), key=_natural)
+    n_classes = len(labels)
     if classes:
         unknown = [c for c in classes if c not in labels]
         if unknown:
             raise CLIError(f"{dataset}: unknown class(es) {unknown}; classes are {labels}")
         labels = [c for c in labels if c in classes]
+    elif max_classes is not None:
+        labels = choose_classes(labels, max_classes)
+        n_classes = len(labels)  # the problems of the data set
     t_idx = subsample_test(y_test, max_test, seed)
     test, yt = _take(X_test, t_idx), y_test[t_idx]
     out = []
@@ -164,7 +243,7 @@ def build_problems(
                 corpus=_take(X_train, pick),
                 test=test,
                 y=(yt != c).astype(int),
-                n_classes=len(set(y_train.tolist())),
+                n_classes=n_classes,
                 seed=seed,
                 test_classes=yt,
             )
@@ -180,10 +259,13 @@ def _natural(label: str):
 
 
 def load_problems(dataset: str, data_dir, seed: int = 0, classes=None, **kw) -> list[Problem]:
+    """``data_dir``: the folder holding ``<dataset>/``, or a list of folders to search."""
     from experiments.data import load_uea
 
-    Xtr, ytr = load_uea(dataset, "train", data_dir=data_dir)
-    Xte, yte = load_uea(dataset, "test", data_dir=data_dir)
+    dirs = data_dir if isinstance(data_dir, (list, tuple)) else [data_dir]
+    root = next((Path(d) for d in dirs if (Path(d) / dataset).is_dir()), Path(dirs[0]))
+    Xtr, ytr = load_uea(dataset, "train", data_dir=root)
+    Xte, yte = load_uea(dataset, "test", data_dir=root)
     return build_problems(Xtr, ytr, Xte, yte, dataset, seed=seed, classes=classes, **kw)
 
 
@@ -193,6 +275,14 @@ def list_datasets(data_dir) -> list[str]:
     if not root.is_dir():
         raise CLIError(f"data directory {root} does not exist (set --data-dir or $TSKERNELS_DATA)")
     return sorted(p.name for p in root.iterdir() if (p / f"{p.name}_TRAIN.ts").is_file())
+
+
+def list_collections(data_dirs) -> dict[str, list[str]]:
+    """Folder name (the collection, e.g. "uea", "ucr") -> its data sets, for every folder."""
+    out: dict[str, list[str]] = {}
+    for d in data_dirs:
+        out.setdefault(Path(d).name, []).extend(list_datasets(d))
+    return out
 
 
 # -- the peers' input ------------------------------------------------------------------------
@@ -216,6 +306,22 @@ def to_length(X, length: int) -> np.ndarray:
     if isinstance(X, np.ndarray) and X.shape[1] == length:
         return np.asarray(X, dtype=np.float64)
     return np.stack([resample_linear(x, length) for x in X])
+
+
+def fill_missing(X):
+    """The series with NaN filled by :func:`novelty.interpolate_missing` (the peers' input;
+    the same container back, untouched when there is no NaN)."""
+    if isinstance(X, np.ndarray):
+        if not np.isnan(X).any():
+            return X
+        from novelty import interpolate_missing
+
+        return np.stack([interpolate_missing(x, name=f"X[{i}]") for i, x in enumerate(X)])
+    if not any(np.isnan(x).any() for x in X):
+        return X
+    from novelty import interpolate_missing
+
+    return [interpolate_missing(x, name=f"X[{i}]") for i, x in enumerate(X)]
 
 
 class Flattener:
@@ -283,6 +389,73 @@ def _rockad(seed: int, n: int):
     return ROCKAD(random_state=seed, n_neighbors=min(5, n))
 
 
+class RockadMean:
+    """aeon's ROCKAD (defaults) for seeds 0-4: ``predict`` returns the five score vectors."""
+
+    SEEDS = (0, 1, 2, 3, 4)
+
+    def __init__(self, n_neighbors: int):
+        self.n_neighbors = n_neighbors
+
+    def fit(self, X):
+        from aeon.anomaly_detection.collection import ROCKAD
+
+        self.models_ = [
+            ROCKAD(random_state=s, n_neighbors=self.n_neighbors).fit(X) for s in self.SEEDS
+        ]
+        return self
+
+    def predict(self, X) -> list[np.ndarray]:
+        return [m.predict(X) for m in self.models_]
+
+
+def _rockad_mean(seed: int, n: int):
+    return RockadMean(n_neighbors=min(5, n))
+
+
+class RocketKNN:
+    """ROCKAD's recipe: sktime MiniRocket features (multivariate; variable-length version for
+    unequal lengths), standardised on the corpus, anomaly score = mean Euclidean distance to
+    the ``min(5, N)`` nearest corpus series. X: (n, T, d) array or list of (T_i, d)."""
+
+    def __init__(self, random_state: int = 0, n_neighbors: int = 5):
+        self.random_state = random_state
+        self.n_neighbors = n_neighbors
+
+    def _data(self, X):
+        if isinstance(X, np.ndarray):
+            return np.ascontiguousarray(X.transpose(0, 2, 1))
+        import pandas as pd
+
+        return [pd.DataFrame(x) for x in X]
+
+    def fit(self, X):
+        from sklearn.neighbors import NearestNeighbors
+        from sklearn.preprocessing import StandardScaler
+        from sktime.transformations.panel.rocket import (
+            MiniRocketMultivariate,
+            MiniRocketMultivariateVariable,
+        )
+
+        equal = isinstance(X, np.ndarray)
+        cls = MiniRocketMultivariate if equal else MiniRocketMultivariateVariable
+        self.rocket_ = cls(random_state=self.random_state, n_jobs=1)
+        F = np.asarray(self.rocket_.fit_transform(self._data(X)), dtype=np.float64)
+        self.scaler_ = StandardScaler().fit(F)
+        k = min(self.n_neighbors, len(F))
+        self.nn_ = NearestNeighbors(n_neighbors=k).fit(self.scaler_.transform(F))
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        F = np.asarray(self.rocket_.transform(self._data(X)), dtype=np.float64)
+        dist, _ = self.nn_.kneighbors(self.scaler_.transform(F))
+        return dist.mean(axis=1)
+
+
+def _rockad_recipe(seed: int, n: int):
+    return RocketKNN(random_state=seed)
+
+
 def _pyod(name: str) -> Callable[[int, int], object]:
     def build(seed: int, n: int):
         if name == "knn":
@@ -312,6 +485,8 @@ METHODS: dict[str, Method] = {
     "ours_default": Method("ours_default", "ours", _ours_default),
     "ours_auto": Method("ours_auto", "ours", _ours_auto),
     "rockad": Method("rockad", "rockad", _rockad),
+    "rockad_mean5": Method("rockad_mean5", "rockad", _rockad_mean),
+    "rockad_recipe": Method("rockad_recipe", "recipe", _rockad_recipe),
     **{
         f"pyod_{p}": Method(f"pyod_{p}", "pyod", _pyod(p), one_by_one=p == "ecod")
         for p in ("knn", "iforest", "lof", "ocsvm", "ecod")
@@ -319,7 +494,8 @@ METHODS: dict[str, Method] = {
 }
 GROUPS = {
     "ours": ["ours_default", "ours_auto"],
-    "peers": ["rockad"] + [m for m in METHODS if m.startswith("pyod_")],
+    "peers": ["rockad", "rockad_mean5", "rockad_recipe"]
+    + [m for m in METHODS if m.startswith("pyod_")],
 }
 
 
@@ -406,20 +582,26 @@ def evaluate(method: Method, prob: Problem) -> dict:
         far = float(np.mean(pred[normal] == -1))
         nominal = _nominal_rate(det)
     else:
+        corpus, test = fill_missing(prob.corpus), fill_missing(prob.test)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             det = method.build(prob.seed, n)
-            if method.family == "rockad":
-                length = max(_lengths(prob.corpus))
-                det.fit(to_length(prob.corpus, length).transpose(0, 2, 1))
+            if method.family == "recipe":
+                det.fit(corpus)
                 t1 = time.perf_counter()
-                score = det.predict(to_length(prob.test, length).transpose(0, 2, 1))
+                score = det.predict(test)
+                t2 = time.perf_counter()
+            elif method.family == "rockad":
+                length = max(_lengths(corpus))
+                det.fit(to_length(corpus, length).transpose(0, 2, 1))
+                t1 = time.perf_counter()
+                score = det.predict(to_length(test, length).transpose(0, 2, 1))
                 t2 = time.perf_counter()
             else:
-                flat = Flattener().fit(prob.corpus)
-                det.fit(flat.transform(prob.corpus))
+                flat = Flattener().fit(corpus)
+                det.fit(flat.transform(corpus))
                 t1 = time.perf_counter()
-                Ft = flat.transform(prob.test)
+                Ft = flat.transform(test)
                 if method.one_by_one:
                     rows = [Ft[i : i + 1] for i in range(len(Ft))]
                     score = np.concatenate([det.decision_function(r) for r in rows])
@@ -429,8 +611,17 @@ def evaluate(method: Method, prob: Problem) -> dict:
                     pred = np.asarray(det.predict(Ft))
                 t2 = time.perf_counter()
                 far, nominal = float(np.mean(pred[normal] == 1)), float(det.contamination)
-    auc, ap = _auc_ap(prob.y, score)
-    params = det.get_params(deep=False) if hasattr(det, "get_params") else {}
+    if isinstance(score, list):  # several seeds: mean of their figures
+        figures = [_auc_ap(prob.y, s) for s in score]
+        auc, ap = (float(np.mean(v)) for v in zip(*figures))
+        params = {"auc_per_seed": [round(a, 6) for a, _ in figures]}
+    else:
+        auc, ap = _auc_ap(prob.y, score)
+        params = det.get_params(deep=False) if hasattr(det, "get_params") else {}
+        table = getattr(det, "selection_", None)
+        if table is not None and "score" in table:  # kernel="auto": the candidates' proxies
+            keep = [c for c in ("kernel", "scorer", "params", "score", "z", "chosen") if c in table]
+            params = {**params, "selection": table[keep].to_dict("records")}
     return dict(
         auc=auc,
         ap=ap,
@@ -438,7 +629,9 @@ def evaluate(method: Method, prob: Problem) -> dict:
         far_nominal=None if nominal is None else float(nominal),
         fit_s=t1 - t0,
         score_s=t2 - t1,
-        params=json.dumps({k: repr(v) for k, v in params.items()}),
+        params=json.dumps(
+            {k: (v if k == "selection" else repr(v)) for k, v in params.items()}, default=repr
+        ),
     )
 
 
@@ -462,7 +655,7 @@ COLUMNS = (
 def open_store(path) -> sqlite3.Connection:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(path)
+    con = sqlite3.connect(path, timeout=120)  # two runs may share a store
     for stmt in SCHEMA:
         con.execute(stmt)
     con.commit()
@@ -548,12 +741,14 @@ def run_benchmark(
     retry_errors: bool = False,
     max_corpus: int = MAX_CORPUS,
     max_test: int = MAX_TEST,
+    max_classes: int = MAX_CLASSES,
     loader: Callable | None = None,
     log=print,
 ) -> int:
     """Run (or resume) every (data set, class, method, seed) not done; returns rows written.
 
-    ``loader(dataset, data_dir, seed, classes, max_corpus=, max_test=)`` -> problems (default
+    ``loader(dataset, data_dir, seed, classes, max_corpus=, max_test=, max_classes=)`` ->
+    problems (default
     ``load_problems``)."""
     loader = loader or load_problems
     rerun = set(rerun)
@@ -562,7 +757,9 @@ def run_benchmark(
         raise CLIError(f"--rerun {', '.join(sorted(unknown))}: not among the methods to run")
     con = open_store(store)
     try:
-        check_settings(con, {"max_corpus": max_corpus, "max_test": max_test})
+        check_settings(
+            con, {"max_corpus": max_corpus, "max_test": max_test, "max_classes": max_classes}
+        )
         register_methods(con, methods, rerun)
         done = done_keys(con, retry_errors)
         from experiments._recorder import revision  # one provenance helper for the harnesses
@@ -571,7 +768,13 @@ def run_benchmark(
         for seed in seeds:
             for ds in datasets:
                 problems = loader(
-                    ds, data_dir, seed, classes, max_corpus=max_corpus, max_test=max_test
+                    ds,
+                    data_dir,
+                    seed,
+                    classes,
+                    max_corpus=max_corpus,
+                    max_test=max_test,
+                    max_classes=max_classes,
                 )
                 for prob in problems:
                     for m in methods:
@@ -632,27 +835,44 @@ def _method_order(names) -> list[str]:
     return builtin + sorted(set(names) - set(builtin))
 
 
-def summarize(rows: list[dict], methods: list[str] | None = None) -> dict:
+def summarize(
+    rows: list[dict],
+    methods: list[str] | None = None,
+    failed: str = "leave-out",
+    reference: str | None = None,
+    tie: float = 0.005,
+) -> dict:
     """Per data set and method: mean ROC-AUC over classes (and seeds) where complete.
 
-    A (data set, method) is complete when every (class, seed) of the data set has an AUC
-    (classes counted from ``n_classes``, seeds from the rows of any shown method there). Only
-    data sets complete for every shown method enter the mean, the mean rank (rank 1 = highest
-    AUC, ties averaged) and the second table (mean |FAR - nominal| over problems with corpus
-    size >= 20, median fit seconds)."""
+    A (data set, method) is complete when every (class, seed) of the data set has a row
+    (classes counted from ``n_classes``, seeds from the rows of any shown method there) with an
+    AUC, or, with ``failed="chance"``, a row at all: a failed problem (error, no AUC) then
+    counts as ROC-AUC 0.5. Only data sets complete for every shown method enter the mean, the
+    mean rank (rank 1 = highest AUC, ties averaged), the wins/ties/losses of each method
+    against ``reference`` (a tie: data-set means within ``tie``) and the second table (mean
+    |FAR - nominal| over problems with corpus size >= 20, median fit and score seconds,
+    failed problems)."""
     from scipy.stats import rankdata
 
+    if failed not in ("leave-out", "chance"):
+        raise CLIError(f"--failed must be leave-out or chance, got {failed!r}")
     methods = methods or _method_order({r["method"] for r in rows})
     rows = [r for r in rows if r["method"] in methods]
     datasets = sorted({r["dataset"] for r in rows})
     auc: dict = {}
     n_classes: dict = {}
     seeds: dict = {}
+    n_failed = {m: 0 for m in methods}
     for r in rows:
         n_classes[r["dataset"]] = r["n_classes"]
         seeds.setdefault(r["dataset"], set()).add(r["seed"])
-        if r["auc"] is not None:
-            auc.setdefault((r["dataset"], r["method"]), {})[(r["class"], r["seed"])] = r["auc"]
+        value = r["auc"]
+        if value is None:
+            n_failed[r["method"]] += 1
+            if failed == "chance":
+                value = 0.5
+        if value is not None:
+            auc.setdefault((r["dataset"], r["method"]), {})[(r["class"], r["seed"])] = value
     cell, progress = {}, {}
     for d in datasets:
         need = n_classes[d] * len(seeds[d])
@@ -670,8 +890,17 @@ def summarize(rows: list[dict], methods: list[str] | None = None) -> dict:
         for m, r in zip(methods, rankdata([-cell[(d, m)] for m in methods])):
             ranks[m].append(float(r))
     mean_rank = {m: float(np.mean(ranks[m])) if ranks[m] else None for m in methods}
+    wtl = {}
+    if reference in methods:
+        for m in methods:
+            diff = [cell[(d, m)] - cell[(d, reference)] for d in complete]
+            wtl[m] = (
+                sum(x > tie for x in diff),
+                sum(abs(x) <= tie for x in diff),
+                sum(x < -tie for x in diff),
+            )
     in_complete = [r for r in rows if r["dataset"] in complete and r["auc"] is not None]
-    far_gap, fit_med = {}, {}
+    far_gap, fit_med, score_med = {}, {}, {}
     for m in methods:
         mine = [r for r in in_complete if r["method"] == m]
         gaps = [
@@ -681,6 +910,8 @@ def summarize(rows: list[dict], methods: list[str] | None = None) -> dict:
         ]
         far_gap[m] = (float(np.mean(gaps)) if gaps else None, len(gaps))
         fit_med[m] = float(np.median([r["fit_s"] for r in mine])) if mine else None
+        score = [r.get("score_s") for r in mine if r.get("score_s") is not None]
+        score_med[m] = float(np.median(score)) if score else None
     return dict(
         methods=methods,
         datasets=datasets,
@@ -689,13 +920,22 @@ def summarize(rows: list[dict], methods: list[str] | None = None) -> dict:
         progress=progress,
         mean=mean,
         mean_rank=mean_rank,
+        wtl=wtl,
+        reference=reference,
         far_gap=far_gap,
         fit_median=fit_med,
+        score_median=score_med,
+        n_failed=n_failed,
     )
 
 
-def report_markdown(rows: list[dict], methods: list[str] | None = None) -> str:
-    s = summarize(rows, methods)
+def report_markdown(
+    rows: list[dict],
+    methods: list[str] | None = None,
+    failed: str = "leave-out",
+    reference: str | None = None,
+) -> str:
+    s = summarize(rows, methods, failed=failed, reference=reference)
     ms = s["methods"]
     if not ms or not s["datasets"]:
         return "no results yet"
@@ -721,23 +961,69 @@ def report_markdown(rows: list[dict], methods: list[str] | None = None) -> str:
     lines.append(
         "| **mean rank** | " + " | ".join(_fmt(s["mean_rank"][m], ".2f") for m in ms) + " |"
     )
+    if s["wtl"]:
+        lines.append(
+            f"| **W/T/L vs {s['reference']}** | "
+            + " | ".join("{}/{}/{}".format(*s["wtl"][m]) for m in ms)
+            + " |"
+        )
     left = [d for d in s["datasets"] if d not in s["complete"]]
+    failed_note = "; a failed problem (n/a) counts as ROC-AUC 0.5" if failed == "chance" else ""
     lines += [
         "",
         f"Mean and rank over {len(s['complete'])} data set(s)"
-        + (f"; left out (not complete for every method): {', '.join(left)}." if left else "."),
+        + failed_note
+        + (f"; left out (not complete for every method): {', '.join(left)}." if left else ".")
+        + (
+            " W/T/L: data-set means more than 0.005 above / within 0.005 / below."
+            if s["wtl"]
+            else ""
+        ),
         "",
-        "| method | mean abs(false alarm - nominal), corpus >= 20 | problems | median fit s |",
-        "|---|---|---|---|",
+        "| method | mean abs(false alarm - nominal), corpus >= 20 | problems | median fit s "
+        "| median score s | failed problems |",
+        "|---|---|---|---|---|---|",
     ]
     for m in ms:
         gap, k = s["far_gap"][m]
-        lines.append(f"| {m} | {_fmt(gap, '.3f')} | {k} | {_fmt(s['fit_median'][m], '.2f')} |")
+        lines.append(
+            f"| {m} | {_fmt(gap, '.3f')} | {k} | {_fmt(s['fit_median'][m], '.2f')} "
+            f"| {_fmt(s['score_median'][m], '.2f')} | {s['n_failed'][m]} |"
+        )
     return "\n".join(lines)
 
 
-def docs_header(argv: list[str], datasets: list[str]) -> str:
+def write_cd_diagram(rows: list[dict], methods: list[str], path, failed: str, title: str) -> str:
+    """aeon's critical-difference diagram (Wilcoxon-Holm, alpha 0.05) of the data-set means;
+    returns a line for the docs (or why none was drawn)."""
+    s = summarize(rows, methods, failed=failed)
+    if len(s["complete"]) < 5 or len(methods) < 2:
+        return f"no critical-difference diagram: {len(s['complete'])} complete data set(s)"
+    import warnings as _w
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from aeon.visualisation import plot_critical_difference
+
+    M = np.array([[s["cell"][(d, m)] for m in methods] for d in s["complete"]])
+    with _w.catch_warnings():
+        _w.simplefilter("ignore", UserWarning)
+        fig, _ = plot_critical_difference(
+            M, list(methods), alpha=0.05, test="wilcoxon", correction="holm", width=7
+        )
+    fig.suptitle(title, fontsize=9, y=1.02)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return f"critical-difference diagram over {len(s['complete'])} data sets: {path}"
+
+
+def docs_header(argv: list[str], datasets: list[str], settings: dict | None = None) -> str:
     cmd = "python benchmarks/bench_detector.py " + " ".join(shlex.quote(a) for a in argv)
+    st = {"max_corpus": MAX_CORPUS, "max_test": MAX_TEST, "max_classes": MAX_CLASSES}
+    st.update(settings or {})
     return "\n".join(
         [
             "# Detector benchmark: KernelNoveltyDetector vs ROCKAD vs PyOD",
@@ -745,8 +1031,9 @@ def docs_header(argv: list[str], datasets: list[str]) -> str:
             f"Produced by `{cmd}` on {datetime.date.today().isoformat()}, machine: "
             f"{os.cpu_count()} cores ({platform.machine()}, {platform.system()}), from the store "
             "written by `python benchmarks/bench_detector.py run` (protocol in that script's "
-            "docstring: one-versus-rest per class, corpus <= 120 training series of the class, "
-            "test <= 600 series of the test split, ROC-AUC with the anomaly as positive).",
+            f"docstring: one-versus-rest, at most {st['max_classes']} classes per data set, "
+            f"corpus <= {st['max_corpus']} training series of the class, test <= "
+            f"{st['max_test']} series of the test split, ROC-AUC with the anomaly as positive).",
             "",
             f"Data sets: {', '.join(datasets)}.",
             "",
@@ -764,14 +1051,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", required=True)
     r = sub.add_parser("run", help="run (or resume) the benchmark")
     r.add_argument("--datasets", nargs="+", default=None)
+    r.add_argument("--half", choices=HALVES + ("all",), default="all")
     r.add_argument("--classes", nargs="+", default=None, help="only these classes (labels)")
     r.add_argument("--methods", nargs="+", default=None, help="names or groups (ours, peers)")
     r.add_argument("--extra", action="append", default=[], metavar="NAME=EXPR")
     r.add_argument("--seeds", nargs="+", type=int, default=[0])
-    r.add_argument("--data-dir", default=None, help="default $TSKERNELS_DATA, else data/uea")
+    r.add_argument(
+        "--data-dir",
+        nargs="+",
+        default=None,
+        help="default $TSKERNELS_DATA, else data/uea data/ucr",
+    )
     r.add_argument("--store", default=str(DEFAULT_STORE))
     r.add_argument("--max-corpus", type=int, default=MAX_CORPUS)
     r.add_argument("--max-test", type=int, default=MAX_TEST)
+    r.add_argument("--max-classes", type=int, default=MAX_CLASSES)
     r.add_argument("--rerun", nargs="+", default=[], metavar="METHOD")
     r.add_argument("--retry-errors", action="store_true", help="recompute rows that failed")
     r.add_argument("--threads", type=int, default=None, help="torch/numba/BLAS threads")
@@ -779,8 +1073,23 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--store", default=str(DEFAULT_STORE))
     q.add_argument("--methods", nargs="+", default=None, help="columns, in this order")
     q.add_argument("--seeds", nargs="+", type=int, default=[0])
+    q.add_argument("--half", choices=HALVES + ("all",), default="all")
+    q.add_argument("--data-dir", nargs="+", default=None, help="where the halves are read from")
+    q.add_argument("--failed", choices=("chance", "leave-out"), default="chance")
+    q.add_argument("--reference", default="rockad", help="method of the W/T/L row")
+    q.add_argument("--cd", default=None, metavar="PNG", help="critical-difference diagram")
     q.add_argument("--write-docs", default=None, metavar="PATH")
+    h = sub.add_parser("halves", help="print the tuning / confirmation split")
+    h.add_argument("--data-dir", nargs="+", default=None)
     return p
+
+
+def _data_dirs(args) -> list[Path]:
+    return [Path(d) for d in args.data_dir] if args.data_dir else default_data_dirs()
+
+
+def half_of(data_dirs) -> dict[str, str]:
+    return halves(list_collections(data_dirs))
 
 
 def _set_threads(n: int) -> None:
@@ -801,44 +1110,65 @@ def _cli_run(args) -> None:
             raise CLIError(f"--{k.replace('_', '-')} must be >= 1, got {getattr(args, k)}")
     if args.threads is not None:
         _set_threads(args.threads)
-    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
-    available = list_datasets(data_dir)
+    if args.max_classes < 1:
+        raise CLIError(f"--max-classes must be >= 1, got {args.max_classes}")
+    data_dirs = _data_dirs(args)
+    split = half_of(data_dirs)
+    available = sorted(split, key=str.lower)
     datasets = args.datasets or available
     missing = [d for d in datasets if d not in available]
     if missing:
-        raise CLIError(f"unknown data set(s) {missing} in {data_dir}; available: {available}")
+        where = ", ".join(str(d) for d in data_dirs)
+        raise CLIError(f"unknown data set(s) {missing} in {where}; available: {available}")
+    if args.half != "all":
+        datasets = [d for d in datasets if split[d] == args.half]
     if not datasets:
-        raise CLIError(f"no data sets in {data_dir}")
+        raise CLIError(f"no data sets in {', '.join(str(d) for d in data_dirs)}")
     extras = [parse_extra(e) for e in args.extra]
     methods = resolve_methods(args.methods, extras)
     n = run_benchmark(
         datasets,
         methods,
         args.store,
-        data_dir,
+        data_dirs,
         seeds=args.seeds,
         classes=args.classes,
         rerun=args.rerun,
         retry_errors=args.retry_errors,
         max_corpus=args.max_corpus,
         max_test=args.max_test,
+        max_classes=args.max_classes,
     )
     print(f"{n} row(s) written to {args.store}")
 
 
 def _cli_report(args, argv: list[str]) -> None:
     rows = fetch_rows(args.store, args.seeds)
+    if args.half != "all":
+        split = half_of(_data_dirs(args))
+        rows = [r for r in rows if split.get(r["dataset"]) == args.half]
     if args.methods:
         stored = {r["method"] for r in rows}
         unknown = [m for m in args.methods if m not in stored]
         if unknown:
             raise CLIError(f"no rows for method(s) {unknown} (seeds {args.seeds}) in {args.store}")
-    text = report_markdown(rows, args.methods)
+    text = report_markdown(rows, args.methods, failed=args.failed, reference=args.reference)
+    if args.cd:
+        methods = args.methods or _method_order({r["method"] for r in rows})
+        title = f"{args.half} half" if args.half != "all" else "all data sets"
+        text += "\n\n" + write_cd_diagram(rows, methods, args.cd, args.failed, title)
     print(text)
     if args.write_docs:
         datasets = sorted({r["dataset"] for r in rows})
         Path(args.write_docs).write_text(docs_header(argv, datasets) + "\n" + text + "\n")
         print(f"written to {args.write_docs}")
+
+
+def _cli_halves(args) -> None:
+    split = half_of(_data_dirs(args))
+    for half in HALVES:
+        names = sorted((d for d, h in split.items() if h == half), key=str.lower)
+        print(f"{half} ({len(names)}): {', '.join(names)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -847,6 +1177,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.action == "run":
             _cli_run(args)
+        elif args.action == "halves":
+            _cli_halves(args)
         else:
             _cli_report(args, argv)
     except (CLIError, FileNotFoundError) as exc:

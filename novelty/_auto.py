@@ -9,14 +9,24 @@ box" for the measurements behind it.
 2. in each fold, pre-processing and kernels are fitted on the training part; each held-out
    normal series gives one synthetic anomaly of every kind of :mod:`novelty._perturbations`;
 3. per kernel, one training Gram and one cross Gram serve every scorer;
-4. a candidate's selection score is the mean, over the kinds of perturbation, of the ROC-AUC
-   of held-out normal series against that kind's anomalies (pooled over folds), so that no
-   one perturbation decides;
-5. each kernel keeps its best scorer; the ``top`` best kernels (by selection score) form the
-   detector, their novelty scores standardised and averaged (``top=1`` keeps the best alone).
+4. a candidate's selection score (the *proxy*) is the mean, over the kinds of perturbation,
+   of the ROC-AUC of held-out normal series against that kind's anomalies (pooled over
+   folds), so that no one perturbation decides. Candidates are every (kernel, scorer), the
+   ``top`` best kernels each with its best scorer averaged (``"top"``), and the baseline;
+5. **shrinkage towards the baseline**: the baseline is the default recipe (or, with given
+   kernels, the first kernel with the 1-NN scorer). The best other candidate replaces it only
+   when its proxy is higher by more than :math:`z_{1 - \alpha / m}` standard errors of the
+   paired difference (``alpha`` = ``SELECTION_ALPHA``, one-sided, Bonferroni over the
+   :math:`m` alternatives), the standard error from ``n_boot`` bootstrap resamples of the
+   held-out series (each with its own anomalies). A proxy that cannot tell the candidates
+   apart on this corpus therefore keeps the baseline: the selection is never worse than the
+   default recipe by more than the proxy's demonstrated noise, and departs from it only on
+   evidence.
 
-Candidates are evaluated kernel by kernel in a fixed order; a kernel whose turn comes after
-``max_time`` seconds is left out and marked "skipped (time)" in ``selection_``.
+Averaged members are put on one scale by the median and IQR of their held-out normal scores
+(as the detector does with calibration scores). Candidates are evaluated kernel by kernel in a
+fixed order; a kernel whose turn comes after ``max_time`` seconds is left out and marked
+"skipped (time)" in ``selection_``.
 """
 
 from __future__ import annotations
@@ -27,7 +37,6 @@ import time
 import numpy as np
 import torch
 from sklearn.base import clone
-from sklearn.metrics import roc_auc_score
 
 from ._members import (
     MemberSpec,
@@ -42,8 +51,13 @@ from ._perturbations import PERTURBATIONS, corpus_scale, perturb
 
 __all__ = ["default_members", "candidate_kernels", "select_members", "median_point_distance"]
 
-#: Number of kernels (each with its best scorer) averaged by ``kernel="auto"``.
+#: Number of kernels (each with its best scorer) averaged by the "top" candidate.
 TOP = 2
+#: One-sided level of the test that lets a candidate replace the baseline (Bonferroni over
+#: the alternatives): the conventional 5 %, not tuned.
+SELECTION_ALPHA = 0.05
+#: Bootstrap resamples of the held-out series for the standard error of a proxy difference.
+N_BOOT = 200
 #: Scorer candidates of the selection: (scorer, parameters).
 SCORER_CANDIDATES = (
     ("knn", {}),
@@ -100,12 +114,21 @@ def candidate_kernels(Xs) -> list[tuple[str, object, bool | str, bool]]:
     ]
 
 
+#: Below this many normal series the default recipe leaves out the members whose features
+#: are learned from the corpus (a power transform fitted on one or two series means nothing).
+MIN_LEARNED_FEATURES = 3
+
+
 def default_members(Xs) -> list[MemberSpec]:
     """The default detector: the mean of two standardised 1-NN scores, on MiniRocket features
     of the raw series (power-transformed on the corpus, Euclidean distance) and on GAK
-    (median-heuristic bandwidth) of the series z-scored per channel."""
+    (median-heuristic bandwidth) of the series z-scored per channel. A corpus of fewer than
+    ``MIN_LEARNED_FEATURES`` series gets the GAK member alone."""
     import tskernels as tk
 
+    gak = MemberSpec(kernel=tk.GAK(), scorer="knn", preprocess="channel", name="gak+knn")
+    if len(Xs) < MIN_LEARNED_FEATURES:
+        return [gak]
     return [
         MemberSpec(
             kernel=_random_convolution(),
@@ -114,7 +137,7 @@ def default_members(Xs) -> list[MemberSpec]:
             normalize=False,
             name="minirocket+knn",
         ),
-        MemberSpec(kernel=tk.GAK(), scorer="knn", preprocess="channel", name="gak+knn"),
+        gak,
     ]
 
 
@@ -134,6 +157,7 @@ def select_members(
     normalize: bool = True,
     n_folds: int = 5,
     top: int = TOP,
+    n_boot: int = N_BOOT,
 ):
     """Choose members on normal series alone; returns (specs, selection table). ``Xs``: the
     corpus as checked at the detector's public call (not checked again)."""
@@ -161,14 +185,15 @@ def select_members(
                 labels.append(kind)
         plan.append((train, held, anomalies, labels))
 
-    rows, scores = [], {}
+    rows, cands = [], {}  # cands: row index -> (spec, held-out normal scores, anomalies)
     for kname, kernel, prep, norm in named:
-        if scores and time.perf_counter() - start > max_time:  # the first kernel always runs
+        if cands and time.perf_counter() - start > max_time:  # the first kernel always runs
             for scorer, params in SCORER_CANDIDATES:
                 rows.append(_row(kname, scorer, params, prep, np.nan, "skipped (time)"))
             continue
         t0 = time.perf_counter()
         acc = {i: ([], {k: [] for k in kinds}) for i in range(len(SCORER_CANDIDATES))}
+        broken: set[int] = set()  # scorers that failed in some fold: not comparable
         failed = None
         for train, held, anomalies, labels in plan:
             Xtr = _subset(Xs, train)
@@ -195,10 +220,13 @@ def select_members(
                 break
             nh = len(held)
             for i, (scorer, params) in enumerate(SCORER_CANDIDATES):
+                if i in broken:
+                    continue
                 spec = _spec(kernel, scorer, params, prep, norm)
                 try:
                     s = novelty(spec, make_scorer(spec, K.shape[0]).fit(K), Kt, diag)
                 except (ValueError, ArithmeticError):
+                    broken.add(i)
                     continue
                 acc[i][0].extend(s[:nh])
                 for kind, v in zip(labels, s[nh:]):
@@ -209,35 +237,139 @@ def select_members(
                 rows.append(_row(kname, scorer, params, prep, np.nan, failed))
                 continue
             normal, by_kind = acc[i]
-            if not normal:
+            if i in broken or not normal:
                 rows.append(_row(kname, scorer, params, prep, np.nan, "failed"))
                 continue
-            aucs = {}
-            for kind in kinds:
-                a = np.asarray(by_kind[kind])
-                y = np.r_[np.zeros(len(normal)), np.ones(len(a))]
-                aucs[kind] = float(roc_auc_score(y, np.r_[normal, a])) if len(a) else np.nan
-            value = float(np.nanmean(list(aucs.values())))
+            normal = np.asarray(normal)
+            anomalies = np.stack([np.asarray(by_kind[kind]) for kind in kinds])  # (kinds, n)
+            aucs = dict(zip(kinds, proxy_aucs(normal, anomalies)))
+            value = float(np.mean(list(aucs.values())))
             row = _row(kname, scorer, params, prep, value, "ok", secs)
             row.update({f"auc_{k}": v for k, v in aucs.items()})
             rows.append(row)
-            scores[len(rows) - 1] = (value, _spec(kernel, scorer, params, prep, norm, kname))
-    table = pd.DataFrame(rows)
-    if not scores:
+            spec = _spec(kernel, scorer, params, prep, norm, kname)
+            cands[len(rows) - 1] = (spec, normal, anomalies)
+    if not cands:
         raise ValueError("no candidate kernel/scorer could be evaluated on the corpus")
+
     # the best scorer of each kernel, then the `top` best kernels (diverse members)
-    ranked = sorted(scores.items(), key=lambda kv: -kv[1][0])
-    chosen, kernels_seen = [], set()
-    for idx, _ in ranked:
-        kname = rows[idx]["kernel"]
-        if kname not in kernels_seen:
-            kernels_seen.add(kname)
-            chosen.append(idx)
-        if len(chosen) == max(1, int(top)):
-            break
-    table["chosen"] = [i in chosen for i in range(len(table))]
+    ranked = sorted(cands, key=lambda i: -rows[i]["score"])
+    best_of_kernel, kernels_seen = [], set()
+    for idx in ranked:
+        if rows[idx]["kernel"] not in kernels_seen:
+            kernels_seen.add(rows[idx]["kernel"])
+            best_of_kernel.append(idx)
+    options = {f"row{i}": ([i], None) for i in cands}  # name -> (candidate rows, specs)
+    if len(best_of_kernel) >= 2 and top > 1:
+        options["top"] = (best_of_kernel[: int(top)], None)
+    baseline = _baseline(rows, cands, kernels is None, Xs)
+    if baseline is not None:
+        options["baseline"] = baseline
+    scored = {name: _combined(cands, idx) for name, (idx, _) in options.items()}
+    choice, stats = _decide(scored, "baseline" if baseline else None, n_boot, random_state)
+
+    table = pd.DataFrame(rows)
+    table["chosen"] = False
+    table["vs_baseline"] = [stats.get(f"row{i}", (np.nan,))[0] for i in range(len(rows))]
+    table["z"] = [stats.get(f"row{i}", (np.nan, np.nan))[1] for i in range(len(rows))]
+    extra = []
+    for name in ("top", "baseline"):
+        if name in options:
+            labels_ = " + ".join(cands[i][0].name for i in options[name][0])
+            value = _proxy(*scored[name])
+            d, z = stats.get(name, (np.nan, np.nan))
+            extra.append(
+                {"kernel": name, "scorer": labels_, "score": value, "status": "ok",
+                 "vs_baseline": d, "z": z, "chosen": False}
+            )  # fmt: skip
+    if extra:
+        table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
+    idx, specs = options[choice]
+    if choice in ("top", "baseline"):
+        table.loc[table["kernel"] == choice, "chosen"] = True
+    else:
+        table.loc[idx[0], "chosen"] = True
     table = table.sort_values("score", ascending=False, na_position="last").reset_index(drop=True)
-    return [scores[i][1] for i in chosen], table
+    if specs is None:
+        specs = [cands[i][0] for i in idx]
+    return specs, table
+
+
+def proxy_aucs(normal: np.ndarray, anomalies: np.ndarray, weights=None) -> np.ndarray:
+    r"""ROC-AUC of each kind's anomalies against the normal scores, (kinds,) or, with bootstrap
+    ``weights`` (B, n) counts of the held-out series, (B, kinds):
+    :math:`\sum_{ij} w_i w_j [a_j > s_i] / (\sum w)^2` (ties count 1/2)."""
+    s = normal[None, :, None]  # (1, n, 1)
+    a = anomalies[:, None, :]  # (kinds, 1, n)
+    C = (a > s).astype(np.float64) + 0.5 * (a == s)  # (kinds, n_normal, n_anomaly)
+    if weights is None:
+        return C.mean(axis=(1, 2))
+    W = np.asarray(weights, dtype=np.float64)
+    num = np.einsum("bi,kij,bj->bk", W, C, W)
+    return num / (W.sum(axis=1) ** 2)[:, None]
+
+
+def _proxy(normal, anomalies) -> float:
+    return float(np.mean(proxy_aucs(normal, anomalies)))
+
+
+def _combined(cands: dict, idx: list[int]):
+    """(normal, anomalies) of the mean of the members' scores, each standardised by the
+    median and IQR of its held-out normal scores (one member: its scores as they are)."""
+    if len(idx) == 1:
+        return cands[idx[0]][1], cands[idx[0]][2]
+    from ._members import robust_scale
+
+    normal, anomalies = 0.0, 0.0
+    for i in idx:
+        med, iqr = robust_scale(cands[i][1])
+        normal = normal + (cands[i][1] - med) / iqr
+        anomalies = anomalies + (cands[i][2] - med) / iqr
+    return normal / len(idx), anomalies / len(idx)
+
+
+def _baseline(rows, cands, full_auto: bool, Xs):
+    """(candidate rows, specs) of the baseline: the default recipe's members (full auto) or
+    the first kernel with the 1-NN scorer; None when they were not all evaluated."""
+    by_label = {cands[i][0].name: i for i in cands}
+    if full_auto:
+        specs = default_members(Xs)  # named as the selection names its candidates
+        labels = [s.name for s in specs]
+    else:
+        first = rows[0]["kernel"] if rows else None
+        labels = [f"{first}+knn"]
+        specs = None
+    if not all(lb in by_label for lb in labels):
+        return None
+    return [by_label[lb] for lb in labels], specs
+
+
+def _decide(scored: dict, baseline: str | None, n_boot: int, seed: int):
+    """The chosen option and, per option, (proxy - baseline proxy, z = that / bootstrap SE).
+
+    Without a baseline the highest proxy wins. With one, the best other option (highest
+    proxy) wins only if its z exceeds the one-sided Bonferroni quantile
+    :math:`z_{1 - \alpha/m}`, m = number of other options; else the baseline."""
+    from scipy.stats import norm
+
+    point = {name: _proxy(*v) for name, v in scored.items()}
+    if baseline is None:
+        return max(point, key=point.get), {}
+    n = len(scored[baseline][0])
+    rng = np.random.default_rng(seed)
+    W = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+    boot = {name: proxy_aucs(*v, weights=W).mean(axis=1) for name, v in scored.items()}
+    stats = {}
+    for name in scored:
+        d = point[name] - point[baseline]
+        se = float(np.std(boot[name] - boot[baseline], ddof=1))
+        stats[name] = (d, d / se if se > 0 else (0.0 if d == 0 else math.copysign(np.inf, d)))
+    others = [name for name in scored if name != baseline]
+    if not others:
+        return baseline, stats
+    best = max(others, key=point.get)
+    critical = float(norm.ppf(1.0 - SELECTION_ALPHA / len(others)))
+    return (best if stats[best][1] > critical else baseline), stats
 
 
 def _spec(kernel, scorer, params, prep, normalize, kname="") -> MemberSpec:

@@ -47,6 +47,7 @@ class KNNScorer(GramScorer):
         "n_neighbors": Interval(Integral, 1, None, "left"),
         "aggregate": Options(("kth", "mean")),
     }
+    min_corpus = 1  # a distance to one series is a score
 
     def __init__(self, n_neighbors: int = 1, *, aggregate: str = "kth"):
         self.n_neighbors = n_neighbors

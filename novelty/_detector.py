@@ -38,6 +38,9 @@ from ._plot import plot_scores
 
 __all__ = ["KernelNoveltyDetector", "SCORERS"]
 
+#: ``kernel="auto"`` selects from this many normal series on; below, the default recipe.
+MIN_SELECTION = 3
+
 
 class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     """Kernel novelty detector on series (scikit-learn API, +1 inlier / -1 outlier).
@@ -86,6 +89,12 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         selects on a seeded subsample of ``n_components`` series.
     n_components : int, default 1000, landmarks (or random features) per member.
     landmarks : "uniform" (default), "kmeans++" or "leverage", the Nyström landmark rule.
+    missing : "interpolate" (default) or "error", what NaN inside a series (a missing value)
+        means. "interpolate": linear interpolation per channel between the neighbouring
+        observed values, edge values held before the first / after the last
+        (:func:`novelty._missing.interpolate_missing`); a channel that is NaN at every step of
+        a series is an error. "error": NaN inside a series is an error. Either way trailing
+        all-NaN rows of an array are padding of unequal lengths (tslearn), and Inf is an error.
 
     Attributes
     ----------
@@ -118,6 +127,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         approximation: str | None = None,
         n_components: int = 1000,
         landmarks: str = "uniform",
+        missing: str = "interpolate",
     ):
         self.kernel = kernel
         self.scorer = scorer
@@ -133,6 +143,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         self.approximation = approximation
         self.n_components = n_components
         self.landmarks = landmarks
+        self.missing = missing
 
     # ------------------------------------------------------------------ sklearn API
     def fit(self, X, y=None) -> KernelNoveltyDetector:
@@ -142,14 +153,19 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         Xs = self._series(X, reset=True)
         Xs = self._normal_rows(Xs, y)
         n = len(Xs)
-        if n < 3:
-            raise ValueError(
-                f"KernelNoveltyDetector needs at least 3 normal series (a corpus and held-out "
-                f"scores for the threshold), got {n} sample{'s' if n != 1 else ''}"
-            )
+        if n < 1:
+            raise ValueError("KernelNoveltyDetector needs at least 1 normal series, got 0")
         self.n_channels_ = _channels(Xs)
         self.n_corpus_ = n
         specs = self._member_specs(Xs, start)
+        for spec in specs:
+            need = make_scorer(spec).min_corpus
+            if n < need:
+                raise ValueError(
+                    f"scorer {spec.label().rsplit('+', 1)[-1]!r} needs at least {need} normal "
+                    f"series, got {n} sample{'s' if n != 1 else ''} (the 'knn' scorer works "
+                    "from one)"
+                )
         preprocessors: dict = {}
         self.members_ = [self._new_member(spec, n).fit(Xs, preprocessors) for spec in specs]
         if len(self.members_) > 1:
@@ -160,7 +176,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         if np.isnan(cal).any():
             raise ValueError("held-out novelty scores of the corpus are NaN: the scorer failed")
         self.calibration_scores_ = cal
-        threshold = conformal_threshold(cal, self.contamination)
+        # one series has no held-out score: it can be scored against, never flagged
+        threshold = conformal_threshold(cal, self.contamination) if cal.size else math.inf
         if math.isinf(threshold) and threshold > 0:
             warnings.warn(
                 f"with {n} corpus series no series can be flagged at contamination="
@@ -189,7 +206,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def p_values(self, X) -> np.ndarray:
         r"""Conformal p-values :math:`(1 + \#\{c_i \ge s(x)\}) / (n + 1)`, array (n,): small =
         unlike the corpus; for a new normal series :math:`P(p \le \varepsilon) \le \varepsilon`."""
-        return conformal_p_values(self.calibration_scores_, self._novelty(X))
+        novelty = self._novelty(X)
+        if self.calibration_scores_.size == 0:  # a corpus of one series
+            return np.ones_like(novelty)
+        return conformal_p_values(self.calibration_scores_, novelty)
 
     def plot_scores(self, X, **kwargs):
         """Score distributions and flagged series on ``X``: :func:`novelty.plot_scores`."""
@@ -197,7 +217,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = self.missing == "interpolate"  # NaN gaps are filled
         tags.non_deterministic = False
         return tags
 
@@ -246,6 +266,14 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         if isinstance(self.kernel, str):
             if self.kernel != "auto":
                 raise ValueError(f'`kernel` must be None, "auto" or a kernel, got {self.kernel!r}')
+            if len(Xs) < MIN_SELECTION:
+                # nothing to select on: the default recipe, and a table that says so
+                import pandas as pd
+
+                self.selection_ = pd.DataFrame(
+                    [{"status": f"default recipe: fewer than {MIN_SELECTION} normal series"}]
+                )
+                return default_members(Xs)
             specs, self.selection_ = select_members(
                 Xs,
                 max_time=float(self.max_time) - (time.perf_counter() - start),
@@ -352,20 +380,34 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             check_approximation(self.approximation, self.n_components, self.landmarks)
         if isinstance(self.random_state, bool) or not isinstance(self.random_state, Integral):
             raise ValueError(f"`random_state` must be an integer, got {self.random_state!r}")
+        if not (isinstance(self.missing, str) and self.missing in ("interpolate", "error")):
+            raise ValueError(f'`missing` must be "interpolate" or "error", got {self.missing!r}')
 
     def _series(self, X, reset: bool):
         """numpy (n, T, d) array or list of (T_i, d) arrays, validated: the one check of the
         input per public call (the members, their pre-processing and kernels take it as
-        checked, :mod:`novelty._members`)."""
+        checked, :mod:`novelty._members`). NaN gaps are filled or refused by ``missing``."""
+        from ._layouts import as_series_collection
+
         if hasattr(X, "ndim") and X.ndim <= 2 and not hasattr(X, "columns"):
             # 2-D (n, T): univariate series, validated the scikit-learn way
-            a = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
-            return a[:, :, None]
-        from ._layouts import as_series_collection
+            if self.missing != "interpolate":
+                a = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+                return a[:, :, None]
+            a = validate_data(
+                self,
+                X,
+                reset=reset,
+                dtype=np.float64,
+                ensure_min_samples=1,
+                ensure_all_finite="allow-nan",
+            )
+            # gaps interpolated; trailing all-NaN columns are padding of unequal lengths
+            return as_series_collection(a[:, :, None], missing="interpolate")
 
         if reset and hasattr(self, "n_features_in_"):
             del self.n_features_in_
-        return as_series_collection(X)
+        return as_series_collection(X, missing=self.missing)
 
 
 def _is_auto(scorer) -> bool:

@@ -149,6 +149,8 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         ``ranks`` vary (``"max_rank"``); None when the scorer has no rank axis.
     requires_diag : bool, whether ``score`` needs ``diag_test``.
     requires_normalized : bool, whether the kernel must be normalised, k(x, x) = 1.
+    min_corpus : int, the fewest corpus points ``fit`` accepts (2; 1 for nearest-neighbour
+        scores, which need only something to measure a distance to).
     """
 
     _parameter_constraints: ClassVar[dict] = {}
@@ -156,11 +158,12 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
     rank_param: ClassVar[str | None] = None
     requires_diag: ClassVar[bool] = True
     requires_normalized: ClassVar[bool] = False
+    min_corpus: ClassVar[int] = 2
 
     def fit(self, K, y=None) -> GramScorer:
         """Fit on the corpus Gram ``K`` (N, N), numpy or torch (``y`` is ignored)."""
         validate_params(self)
-        K = check_corpus_gram(K, "K_corpus")
+        K = check_corpus_gram(K, "K_corpus", min_points=self.min_corpus)
         self._fit(K)
         self._device = K.device
         self.n_corpus_ = K.shape[0]

@@ -28,6 +28,7 @@ when they are not the kernel's own check raises, as it did before.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,7 +79,8 @@ class MemberSpec:
     name: str = ""
 
     def label(self) -> str:
-        return self.name or f"{type(self.kernel).__name__}+{scorer_name(self.scorer)}"
+        scorer = self.scorer if isinstance(self.scorer, str) else scorer_name(self.scorer)
+        return self.name or f"{type(self.kernel).__name__}+{scorer}"
 
 
 def preprocess_mode(preprocess) -> str | None:
@@ -248,16 +250,27 @@ def cross_fitted_scores(spec: MemberSpec, Z) -> np.ndarray:
     out = np.empty(n)
     for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX):
         Ztr, Zte = _subset(Z, train), _subset(Z, test)
-        kernel = prepare_kernel(spec, Ztr)
-        K = kernel.gram(Ztr, normalize=spec.normalize)
-        Kt = kernel.gram(Zte, Ztr, normalize=spec.normalize)
-        if spec.normalize:
-            diag = torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
-        else:
-            diag = kernel.diag(Zte)
+        kernel = clone(spec.kernel)
+        with _reusing_features(kernel):  # each part's features computed once per fold
+            if hasattr(kernel, "fit"):  # as prepare_kernel
+                kernel.fit(Ztr)
+            K = kernel.gram(Ztr, normalize=spec.normalize)
+            Kt = kernel.gram(Zte, Ztr, normalize=spec.normalize)
+            if spec.normalize:
+                diag = torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
+            else:
+                diag = kernel.diag(Zte)
         scorer = make_scorer(spec, K.shape[0] if spec.name else None).fit(K)
         out[test] = novelty(spec, scorer, Kt, diag)
     return out
+
+
+def _reusing_features(kernel):
+    """The kernel's feature memo for one fold of :func:`cross_fitted_scores` (the random
+    convolutions': the training part's features come from ``fit``, each part's are computed
+    once; the Grams are bit for bit those computed afresh), else a no-op context."""
+    reuse = getattr(kernel, "_reusing_features", None)
+    return reuse() if callable(reuse) else contextlib.nullcontext()
 
 
 def _knn_leave_one_out(scorer: KNNScorer, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
@@ -305,9 +318,12 @@ class Member:
         diag = torch.diagonal(K).clone()
         auto = spec.name != ""  # members made by the recipe or the selection adapt to N
         self.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
-        if getattr(self.kernel_, "needs_fit", False):
+        n = K.shape[0]
+        if n == 1:  # nothing to hold out: scored against, never calibrated
+            self.calibration_ = np.empty(0)
+        elif getattr(self.kernel_, "needs_fit", False) and n >= 3:
             self.calibration_ = cross_fitted_scores(spec, Zk)
-        else:
+        else:  # (two series: a kernel refitted on one would be degenerate)
             self.calibration_ = held_out_scores(spec, K, diag)
         return self
 

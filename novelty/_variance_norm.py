@@ -76,6 +76,7 @@ class VarianceNorm(BaseEstimator):
     """
 
     _parameter_constraints = {"threshold": _THRESHOLD, "max_rank": _MAX_RANK}
+    min_corpus = 2  # a centred spectrum needs two points
 
     def __init__(self, threshold: float = 1e-10, max_rank: int | None = 50):
         self.threshold = threshold

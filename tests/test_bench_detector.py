@@ -262,15 +262,26 @@ def test_extra_expression_namespace_and_errors():
         with pytest.raises(bd.CLIError, match=msg):
             bd.parse_extra(bad)
     names = [m.name for m in bd.resolve_methods(["peers", "pyod_knn"], [])]
-    assert names == ["rockad", "pyod_knn", "pyod_iforest", "pyod_lof", "pyod_ocsvm", "pyod_ecod"]
+    assert names == [
+        "rockad",
+        "rockad_mean5",
+        "rockad_recipe",
+        "pyod_knn",
+        "pyod_iforest",
+        "pyod_lof",
+        "pyod_ocsvm",
+        "pyod_ecod",
+    ]
 
 
 # -- store: resume, failures, identities -----------------------------------------------------
 def fake_loader(seed_offset=0):
-    def load(ds, data_dir, seed, classes, max_corpus, max_test):
+    def load(ds, data_dir, seed, classes, max_corpus, max_test, max_classes):
         Xtr, ytr = toy_split(seed + seed_offset, {"a": 6, "b": 5, "c": 5})
         Xte, yte = toy_split(seed + 1, {"a": 4, "b": 4, "c": 4})
-        return bd.build_problems(Xtr, ytr, Xte, yte, ds, seed, classes, max_corpus, max_test)
+        return bd.build_problems(
+            Xtr, ytr, Xte, yte, ds, seed, classes, max_corpus, max_test, max_classes
+        )
 
     return load
 
@@ -332,7 +343,7 @@ def test_changed_subsample_limits_refused(tmp_path):
     store = tmp_path / "s.sqlite"
     kw = dict(loader=fake_loader(), log=lambda s: None)
     bd.run_benchmark(["D"], [stub("m")], store, None, **kw)
-    with pytest.raises(bd.CLIError, match="max-corpus 120, not 3"):
+    with pytest.raises(bd.CLIError, match="max-corpus 100, not 3"):
         bd.run_benchmark(["D"], [stub("m")], store, None, max_corpus=3, **kw)
 
 
@@ -428,7 +439,69 @@ def test_report_mean_rank_and_left_out():
     assert "| **mean** | 0.600 | 0.650 |" in lines
     assert "| **mean rank** | 1.75 | 1.25 |" in lines
     assert any("left out" in ln and "D3" in ln for ln in lines)
-    assert "| A | 0.075 | 2 | 2.00 |" in lines
+    assert "| A | 0.075 | 2 | 2.00 | - | 0 |" in lines
+    assert "| B | 0.100 | 3 | 20.00 | - | 1 |" in lines
+
+
+def test_report_failed_as_chance_and_wins_against_reference():
+    s = bd.summarize(hand_rows(), ["A", "B"], failed="chance", reference="A")
+    # D3 enters: B's failed class counts 0.5 -> B = (0.99 + 0.5) / 2
+    assert s["complete"] == ["D1", "D2", "D3"]
+    assert s["cell"][("D3", "B")] == pytest.approx(0.745)
+    assert s["mean"]["B"] == pytest.approx((0.7 + 0.5 + 0.745) / 3)
+    # B against A: D1 loses (0.7 < 0.8), D2 ties, D3 wins (0.745 > 0.1)
+    assert s["wtl"]["B"] == (1, 1, 1) and s["wtl"]["A"] == (0, 3, 0)
+    text = bd.report_markdown(hand_rows(), ["A", "B"], failed="chance", reference="A")
+    assert "| **W/T/L vs A** | 0/3/0 | 1/1/1 |" in text.splitlines()
+    with pytest.raises(bd.CLIError, match="--failed"):
+        bd.summarize(hand_rows(), ["A"], failed="zero")
+
+
+def test_halves_depend_on_names_only_and_mix_collections():
+    names = {"uea": [f"U{i}" for i in range(11)], "ucr": [f"R{i}" for i in range(47)]}
+    split = bd.halves(names)
+    assert sorted(split) == sorted(names["uea"] + names["ucr"])
+    for coll, n_tuning in (("uea", 6), ("ucr", 24)):
+        got = [split[n] for n in names[coll]]
+        assert got.count("tuning") == n_tuning and got.count("confirmation") == len(got) - n_tuning
+    # input order does not matter; another seed gives another split
+    shuffled = {k: list(reversed(v)) for k, v in names.items()}
+    assert bd.halves(shuffled) == split
+    assert bd.halves(names, seed=bd.SPLIT_SEED + 1) != split
+
+
+def test_class_cap_is_a_fixed_choice():
+    labels = [str(i) for i in range(1, 27)]
+    a = bd.choose_classes(labels, 5)
+    assert len(a) == 5 and a == bd.choose_classes(labels, 5) and set(a) <= set(labels)
+    assert a == sorted(a, key=labels.index)  # label order kept
+    assert bd.choose_classes(labels[:4], 5) == labels[:4]
+    Xtr, ytr = toy_split(0, {str(k): 4 for k in range(8)})
+    Xte, yte = toy_split(1, {str(k): 3 for k in range(8)})
+    probs = bd.build_problems(Xtr, ytr, Xte, yte, "Toy", max_classes=3)
+    assert [p.cls for p in probs] == bd.choose_classes([str(k) for k in range(8)], 3)
+    assert all(p.n_classes == 3 for p in probs)  # the data set's problem count
+    # every other class is an anomaly, chosen or not
+    assert all(p.y.sum() == len(yte) - 3 for p in probs)
+
+
+def test_peers_get_missing_values_filled_and_rockad_recipe_scores_outliers():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 30, 2))
+    X[1, 3:7, 0] = np.nan
+    filled = bd.fill_missing(X)
+    assert np.isfinite(filled).all()
+    np.testing.assert_allclose(
+        filled[1, 3:7, 0], np.interp(np.arange(3, 7), [2, 7], X[1, [2, 7], 0])
+    )
+    assert bd.fill_missing(filled) is filled  # nothing to fill: the same container
+    as_list = bd.fill_missing([x for x in X])
+    np.testing.assert_array_equal(np.stack(as_list), filled)
+    out = bd.evaluate(bd.METHODS["rockad_recipe"], obvious_problem(N=12))
+    assert out["auc"] == 1.0 and out["far"] is None
+    corpus = obvious_problem().corpus
+    ragged = [c[: 15 + i] for i, c in enumerate(corpus)]
+    assert bd.RocketKNN().fit(ragged).predict(ragged[:3]).shape == (3,)
 
 
 def test_report_cli_writes_docs(tmp_path, capsys):
@@ -441,3 +514,13 @@ def test_report_cli_writes_docs(tmp_path, capsys):
     assert "report --store" in text and "cores" in text and "Data sets: D." in text
     assert "| D | **1.000** | **1.000** |" in text
     assert bd.main(["report", "--store", str(store), "--methods", "zz"]) == 2
+
+
+def test_test_subsample_with_a_singleton_class():
+    # scikit-learn's stratified split refuses a class of one series: shares kept by quota
+    y = np.array(["a"] * 50 + ["b"] * 30 + ["c"] * 19 + ["d"])
+    idx = bd.subsample_test(y, 40, seed=0)
+    assert len(idx) == 40 and len(set(idx)) == 40
+    _, counts = np.unique(y[idx], return_counts=True)
+    assert counts.sum() == 40 and counts[0] == 20 and counts[1] == 12 and 7 <= counts[2] <= 8
+    np.testing.assert_array_equal(idx, bd.subsample_test(y, 40, seed=0))

@@ -31,6 +31,12 @@ IN_SAMPLE = {
     "check_outliers_train": "contamination calibrates new series, not training series",
     "check_outliers_fit_predict": "contamination calibrates new series, not training series",
 }
+# With missing="interpolate" (the default) the tag allow_nan is set, so check_estimators_pickle
+# puts NaN in its (30, 3) blobs: a trailing NaN of a 2-D (n, T) array is padding, so some
+# series have 2 steps and others 3, and IntegralKernel's Gram on those unequal lengths is not
+# positive semi-definite to these scorers' tolerance (the same with the series given as a
+# list and missing="error": a limit of the kernel on unequal lengths, not of the NaN reading)
+UNEQUAL_NOT_PSD = {"conformance", "mahalanobis", "sse", "mean_embedding", "ocsvm"}
 
 
 # the slowest (10-17 s on 2 shared cores) are marked slow to keep the file under a minute;
@@ -50,7 +56,10 @@ def test_sklearn_checks(scorer):
         warnings.simplefilter("ignore")
         results = check_estimator(est, on_fail=None)
     failed = {r["check_name"] for r in results if r["status"] == "failed"}
-    assert failed <= set(IN_SAMPLE), failed
+    expected = set(IN_SAMPLE) | (
+        {"check_estimators_pickle"} if scorer in UNEQUAL_NOT_PSD else set()
+    )
+    assert failed <= expected, failed
     skipped = {r["check_name"] for r in results if r["status"] == "skipped"}
     assert skipped <= {"check_array_api_input"}, skipped  # needs SCIPY_ARRAY_API
     assert sum(r["status"] == "passed" for r in results) >= 40
@@ -223,13 +232,11 @@ def test_bad_inputs():
     X = _series(6)
     with pytest.raises(ValueError, match="empty"):
         KernelNoveltyDetector().fit(np.zeros((0, 5, 2)))
-    with pytest.raises(ValueError, match="1 sample"):
-        KernelNoveltyDetector().fit(X[:1])
     bad = X.copy()
     bad[2, 3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        KernelNoveltyDetector().fit(bad)
-    det = KernelNoveltyDetector().fit(X)
+        KernelNoveltyDetector(missing="error").fit(bad)  # the default interpolates NaN gaps
+    det = KernelNoveltyDetector(missing="error").fit(X)
     with pytest.raises(ValueError, match="channel mismatch"):
         det.score_samples(_series(2, d=3))
     with pytest.raises(ValueError, match="NaN"):
@@ -245,6 +252,37 @@ def test_bad_inputs():
         KernelNoveltyDetector(IntegralKernel(RBF(1.0)), scorer="sse", normalize=False).fit(X)
     with pytest.raises(ValueError, match="complex"):
         KernelNoveltyDetector().fit(X.astype(complex))
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_tiny_corpus_scores_but_never_flags(n):
+    """One or two normal series: scored against (GAK + 1-NN: the default recipe without the
+    corpus-fitted MiniRocket member, and `kernel="auto"` falls back to it), p-values at least
+    1/(n+1), nothing flagged at contamination 0.05 (with the warning that says so)."""
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 25, 2))
+    test = np.concatenate([rng.normal(size=(6, 25, 2)), rng.normal(size=(6, 25, 2)) + 4.0])
+    outs = []
+    for kernel in (None, "auto"):
+        with pytest.warns(UserWarning, match="no series can be flagged"):
+            det = KernelNoveltyDetector(kernel=kernel).fit(X)
+        assert [m.spec.name for m in det.members_] == ["gak+knn"]
+        novelty = -det.score_samples(test)
+        assert novelty[6:].min() > novelty[:6].max()  # the shifted series rank first
+        p = det.p_values(test)
+        assert np.all(p >= 1 / (n + 1)) and np.all(det.predict(test) == 1)
+        # two series: each one's 1-NN distance to the other; one series: none
+        assert det.calibration_scores_.shape == ((2,) if n == 2 else (0,))
+        outs.append(novelty)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert "fewer than 3" in det.selection_["status"].iloc[0]
+    # an explicit kernel with the kNN scorer works from one series; a scorer needing two says so
+    KernelNoveltyDetector(FlattenedKernel(RBF(3.0)), scorer="knn").fit(X)
+    if n == 1:
+        with pytest.raises(
+            ValueError, match="'conformance' needs at least 2 normal series, got 1 sample"
+        ):
+            KernelNoveltyDetector(FlattenedKernel(RBF(3.0)), scorer="conformance").fit(X)
 
 
 def test_non_psd_kernel_is_reported():

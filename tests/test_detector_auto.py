@@ -5,9 +5,11 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 from novelty import KernelNoveltyDetector
+from novelty._auto import SELECTION_ALPHA, _decide, proxy_aucs
 from novelty._perturbations import PERTURBATIONS, corpus_scale, perturb
 from tskernels import GAK, RBF, IntegralKernel
 
@@ -62,20 +64,72 @@ def test_auto_selection_table_and_members():
     X = _sines(24, seed=1)
     det = KernelNoveltyDetector(kernel="auto", random_state=0).fit(X)
     table = det.selection_
-    assert {"kernel", "scorer", "score", "status", "chosen"} <= set(table.columns)
+    assert {"kernel", "scorer", "score", "status", "chosen", "vs_baseline", "z"} <= set(
+        table.columns
+    )
     assert {f"auc_{k}" for k in PERTURBATIONS} <= set(table.columns)
-    chosen = table[table["chosen"]]
-    assert len(chosen) == len(det.members_) == 2
-    assert chosen["kernel"].nunique() == 2  # diverse members: two kernels
-    ok = table[table["status"] == "ok"]
-    # the chosen are the best-scoring candidate of each of the two best kernels
+    assert int(table["chosen"].sum()) == 1
+    base = table[table["kernel"] == "baseline"].iloc[0]
+    assert base["scorer"] == "minirocket+knn + gak+knn" and base["vs_baseline"] == 0.0
+    top = table[table["kernel"] == "top"].iloc[0]
+    ok = table[(table["status"] == "ok") & ~table["kernel"].isin(["top", "baseline"])]
     best_per_kernel = ok.groupby("kernel")["score"].max().sort_values(ascending=False)
-    assert set(chosen["kernel"]) == set(best_per_kernel.index[:2])
-    assert set(chosen["score"]) == set(best_per_kernel.iloc[:2])
+    # "top": the best scorer of each of the two best kernels
+    assert {lb.split("+")[0] for lb in top["scorer"].split(" + ")} == set(best_per_kernel.index[:2])
+    chosen = table[table["chosen"]].iloc[0]
+    alternatives = table[(table["status"] == "ok") & (table["kernel"] != "baseline")]
+    critical = norm.ppf(1 - SELECTION_ALPHA / len(alternatives))
+    best = alternatives.sort_values("score", ascending=False).iloc[0]
+    if best["z"] > critical:
+        assert chosen["score"] == best["score"]
+    else:  # no evidence against the default recipe: kept, and scores equal the default's
+        assert chosen["kernel"] == "baseline"
+        assert [m.spec.name for m in det.members_] == ["minirocket+knn", "gak+knn"]
+        np.testing.assert_array_equal(
+            det.score_samples(X[:5]), KernelNoveltyDetector().fit(X).score_samples(X[:5])
+        )
     # it detects another frequency
     Y = np.concatenate([_sines(10, seed=2), _sines(10, seed=3, freq=2.0)])
     y = np.r_[np.zeros(10), np.ones(10)]
     assert roc_auc_score(y, -det.score_samples(Y)) > 0.9
+
+
+def test_proxy_auc_equals_sklearn_and_its_bootstrap_form():
+    rng = np.random.default_rng(0)
+    normal = rng.normal(size=30).round(1)  # ties included
+    anomalies = np.stack([rng.normal(size=30).round(1) + m for m in (0.0, 1.0, 3.0)])
+    y = np.r_[np.zeros(30), np.ones(30)]
+    want = [roc_auc_score(y, np.r_[normal, a]) for a in anomalies]
+    np.testing.assert_allclose(proxy_aucs(normal, anomalies), want, rtol=1e-12)
+    # bootstrap counts = the AUC of the resampled series (each with its anomalies)
+    W = rng.multinomial(30, np.full(30, 1 / 30), size=4)
+    got = proxy_aucs(normal, anomalies, weights=W)
+    for b in range(4):
+        idx = np.repeat(np.arange(30), W[b])
+        yb = np.r_[np.zeros(30), np.ones(30)]
+        ref = [roc_auc_score(yb, np.r_[normal[idx], a[idx]]) for a in anomalies]
+        np.testing.assert_allclose(got[b], ref, rtol=1e-12)
+
+
+def test_selection_departs_from_the_baseline_only_on_evidence():
+    rng = np.random.default_rng(1)
+    n = 60
+    normal = rng.normal(size=n)
+
+    def option(shift):  # anomalies of two kinds, `shift` above the normal scores
+        return normal, np.stack([normal + shift + 0.3 * rng.normal(size=n) for _ in range(2)])
+
+    base = option(0.2)
+    # a far better candidate: chosen; a marginally better one: the baseline stays
+    choice, stats = _decide({"baseline": base, "a": option(3.0)}, "baseline", 200, 0)
+    assert choice == "a" and stats["a"][1] > 5
+    # a candidate as good in expectation (the same anomalies with fresh noise): not chosen
+    same = (normal, base[1] + 0.3 * rng.normal(size=base[1].shape))
+    choice, stats = _decide({"baseline": base, "b": same}, "baseline", 200, 0)
+    assert choice == "baseline" and stats["baseline"] == (0.0, 0.0)
+    assert abs(stats["b"][1]) < norm.ppf(1 - SELECTION_ALPHA)
+    # no baseline: the highest proxy
+    assert _decide({"x": option(0.1), "y": option(2.0)}, None, 200, 0)[0] == "y"
 
 
 def test_auto_is_deterministic_and_respects_max_time():
@@ -92,7 +146,9 @@ def test_auto_is_deterministic_and_respects_max_time():
 def test_auto_scorer_with_a_given_kernel():
     X = _sines(20, seed=5)
     det = KernelNoveltyDetector(IntegralKernel(RBF(2.0)), scorer="auto").fit(X)
-    assert set(det.selection_["kernel"]) == {"IntegralKernel"}
+    table = det.selection_
+    assert set(table["kernel"]) == {"IntegralKernel", "baseline"}  # one kernel: no "top"
+    assert table[table["kernel"] == "baseline"]["scorer"].iloc[0] == "IntegralKernel+knn"
     assert len(det.members_) == 1
 
 

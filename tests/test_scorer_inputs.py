@@ -111,9 +111,18 @@ def test_empty_test_gram_gives_empty_scores(name):
 
 @pytest.mark.parametrize("name", list(_all_scorers()))
 def test_one_point_corpus_rule(name):
-    # one rule for every scorer: a corpus needs at least two points
-    with pytest.raises(ValueError, match="at least 2 corpus points"):
-        _all_scorers()[name].fit(np.array([[1.0]]))
+    # one rule for every scorer, declared by the class: at least `min_corpus` points (2, and 1
+    # for nearest-neighbour distances, which a single corpus point defines)
+    scorer = _all_scorers()[name]
+    if scorer.min_corpus == 1:
+        scorer.set_params(n_neighbors=1)
+        s = scorer.fit(np.array([[1.0]])).score(np.array([[1.0], [0.5]]), np.ones(2))
+        np.testing.assert_allclose(s, [0.0, 1.0])  # sqrt(1 + 1 - 2 k)
+        assert name.startswith("knn")
+    else:
+        assert scorer.min_corpus == 2
+        with pytest.raises(ValueError, match="at least 2 corpus points"):
+            scorer.fit(np.array([[1.0]]))
 
 
 @pytest.mark.parametrize("name", ["mean_embedding", "ocsvm"])

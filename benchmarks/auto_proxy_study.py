@@ -1,0 +1,201 @@
+"""Does the label-free selection's proxy predict the test ROC-AUC? (issue 21, item 3)
+
+For every problem of the wide benchmark's tuning half (``bench_detector.py``: same data sets,
+classes, corpus and test subsamples) this script reads the proxies that ``kernel="auto"``
+computed (the ``ours_auto`` rows of the benchmark store keep its selection table) and
+computes, for every candidate (kernel, scorer) of the selection, the ROC-AUC of that
+candidate alone on the problem's test set: pre-processing and kernel fitted on the whole
+corpus, one corpus Gram and one cross Gram per kernel, every scorer of
+``novelty._auto.SCORER_CANDIDATES`` on them (anomaly = positive class).
+
+Per problem: Spearman's rank correlation between proxy and test ROC-AUC over the candidates;
+the test ROC-AUC of the candidate with the best proxy and of the best candidate (oracle).
+Rows go to a JSON-lines file (one per problem; resumable: problems done are skipped).
+
+    python benchmarks/auto_proxy_study.py run [--store results/wide.sqlite]
+        [--out results/auto_proxy_study.jsonl]
+    python benchmarks/auto_proxy_study.py report [--out ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_detector as bd  # noqa: E402
+
+OUT = bd.REPO / "results" / "auto_proxy_study.jsonl"
+
+
+def candidate_test_aucs(corpus, test, y) -> dict[str, float]:
+    """Test ROC-AUC of every (kernel, scorer) candidate of the selection, keyed by the
+    selection's member name (``<kernel>+<scorer>`` and ``(k=5)`` for the 5-NN mean)."""
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    from novelty import as_series_collection
+    from novelty._auto import SCORER_CANDIDATES, _spec, candidate_kernels
+    from novelty._members import MemberSpec, make_scorer, prepare_kernel, preprocess_mode
+
+    Xs = as_series_collection(corpus, missing="interpolate")
+    Xt = as_series_collection(test, missing="interpolate", name="test")
+    out = {}
+    for kname, kernel, prep, norm in candidate_kernels(Xs):
+        mode = preprocess_mode(prep)
+        try:
+            if mode is not None:
+                from tskernels.transforms import Preprocessor
+
+                pre = Preprocessor(zscore=mode).fit(Xs)
+                Zc, Zt = pre.transform(Xs), pre.transform(Xt)
+            else:
+                Zc, Zt = Xs, Xt
+            k = prepare_kernel(MemberSpec(kernel=kernel), Zc)
+            K = k.gram(Zc, normalize=norm)
+            Kt = k.gram(Zt, Zc, normalize=norm)
+            diag = torch.ones(Kt.shape[0], dtype=Kt.dtype) if norm else k.diag(Zt)
+        except (ValueError, ArithmeticError):
+            continue
+        for scorer, params in SCORER_CANDIDATES:
+            spec = _spec(kernel, scorer, params, prep, norm, kname)
+            try:
+                s = make_scorer(spec, K.shape[0]).fit(K).score(Kt, diag)
+                out[spec.name] = float(roc_auc_score(y, s))
+            except (ValueError, ArithmeticError):
+                continue
+    return out
+
+
+def selection_proxies(store, dataset: str, cls: str) -> dict | None:
+    """The ours_auto selection table of one problem: member name -> (proxy, z), and the
+    chosen option; None when the store has no such row."""
+    con = sqlite3.connect(store)
+    try:
+        row = con.execute(
+            "SELECT params, auc FROM results WHERE dataset=? AND class=? AND method='ours_auto' "
+            "AND seed=0 AND error IS NULL",
+            (dataset, cls),
+        ).fetchone()
+    finally:
+        con.close()
+    if row is None:
+        return None
+    table = json.loads(row[0]).get("selection")
+    if table is None:
+        return None
+    proxies, chosen = {}, None
+    for r in table:
+        if r["kernel"] in ("top", "baseline"):
+            name = r["kernel"]
+        else:
+            k = (r.get("params") or {}).get("n_neighbors")
+            name = f"{r['kernel']}+{r['scorer']}" + (f"(k={k})" if k else "")
+        if r.get("score") is not None and np.isfinite(r["score"]):
+            proxies[name] = (float(r["score"]), r.get("z"))
+        if r.get("chosen"):
+            chosen = name
+    return {"proxies": proxies, "chosen": chosen, "auto_auc": row[1]}
+
+
+def run(store, out: Path, log=print) -> int:
+    from scipy.stats import spearmanr
+
+    dirs = bd.default_data_dirs()
+    split = bd.half_of(dirs)
+    done = set()
+    if out.is_file():
+        done = {(r["dataset"], r["class"]) for r in map(json.loads, out.read_text().splitlines())}
+    written = 0
+    for ds in sorted((d for d, h in split.items() if h == "tuning"), key=str.lower):
+        for prob in bd.load_problems(ds, dirs, 0, None, max_classes=bd.MAX_CLASSES):
+            if (ds, prob.cls) in done:
+                continue
+            sel = selection_proxies(store, ds, prob.cls)
+            if sel is None:
+                log(f"{ds} [{prob.cls}]: no ours_auto selection in the store yet, skipped")
+                continue
+            t0 = time.perf_counter()
+            true = candidate_test_aucs(prob.corpus, prob.test, prob.y)
+            names = [n for n in true if n in sel["proxies"]]
+            rho = float("nan")
+            if len(names) >= 3:
+                rho = float(
+                    spearmanr([sel["proxies"][n][0] for n in names], [true[n] for n in names])[0]
+                )
+            best_proxy = max(names, key=lambda n: sel["proxies"][n][0]) if names else None
+            rec = dict(
+                dataset=ds,
+                **{"class": prob.cls},
+                spearman=rho,
+                n_candidates=len(names),
+                proxy=[sel["proxies"][n][0] for n in names],
+                test_auc=[true[n] for n in names],
+                names=names,
+                best_proxy=best_proxy,
+                best_proxy_auc=true.get(best_proxy),
+                oracle_auc=max(true.values()) if true else None,
+                chosen=sel["chosen"],
+                auto_auc=sel["auto_auc"],
+                seconds=time.perf_counter() - t0,
+            )
+            with out.open("a") as f:
+                f.write(json.dumps(rec) + "\n")
+            written += 1
+            log(f"{ds} [{prob.cls}]: spearman {rho:.2f}  chosen {sel['chosen']}")
+    return written
+
+
+def report(out: Path) -> str:
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    rho = np.array([r["spearman"] for r in recs], dtype=float)
+    rho = rho[np.isfinite(rho)]
+    by_ds: dict = {}
+    for r in recs:
+        if np.isfinite(r["spearman"]):
+            by_ds.setdefault(r["dataset"], []).append(r["spearman"])
+    ds_means = np.array([np.mean(v) for v in by_ds.values()])
+    gain = [r["best_proxy_auc"] - r["oracle_auc"] for r in recs if r["best_proxy_auc"] is not None]
+    chosen = [r["chosen"] for r in recs]
+    lines = [
+        f"problems: {len(recs)} on {len(by_ds)} data sets of the tuning half",
+        f"Spearman(proxy, test ROC-AUC) over candidates: mean {rho.mean():.3f}, median "
+        f"{np.median(rho):.3f}, share > 0: {np.mean(rho > 0):.2f}; mean over data sets "
+        f"{ds_means.mean():.3f}",
+        f"test ROC-AUC of the best-proxy candidate minus the best candidate's: mean "
+        f"{np.mean(gain):.3f}",
+        "chosen by the guarded selection: "
+        + ", ".join(f"{c}: {chosen.count(c)}" for c in sorted(set(map(str, chosen)))),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python benchmarks/auto_proxy_study.py")
+    sub = p.add_subparsers(dest="action", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--store", default=str(bd.DEFAULT_STORE))
+    r.add_argument("--out", default=str(OUT))
+    q = sub.add_parser("report")
+    q.add_argument("--out", default=str(OUT))
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    if args.action == "run":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        print(f"{run(args.store, out)} problem(s) written to {out}")
+    else:
+        if not out.is_file():
+            print(f"error: no study at {out}: run it first", file=sys.stderr)
+            return 2
+        print(report(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
