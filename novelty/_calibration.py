@@ -13,15 +13,26 @@ calibration series), :math:`P(p(s) \le \varepsilon) \le \varepsilon` for every
 Flagging :math:`p(s) \le \varepsilon` is the same as :math:`s > t` with :math:`t` the
 :math:`m`-th largest calibration score, :math:`m = \lfloor \varepsilon (n + 1) \rfloor`; with
 :math:`m = 0` nothing can be flagged at that level (:math:`t = +\infty`).
+
+For a batch of new series, :func:`benjamini_hochberg` on their conformal p-values controls the
+false-discovery rate (the expected share of normal series among the flagged) instead of each
+series' false-alarm probability.
 """
 
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numpy as np
 
-__all__ = ["conformal_threshold", "conformal_p_values", "min_corpus_for"]
+__all__ = [
+    "benjamini_hochberg",
+    "check_fdr",
+    "conformal_threshold",
+    "conformal_p_values",
+    "min_corpus_for",
+]
 
 
 def _calibration(cal_scores) -> np.ndarray:
@@ -68,3 +79,73 @@ def min_corpus_for(contamination: float) -> int:
     r"""The smallest number of calibration scores that can flag anything at ``contamination``:
     :math:`\lceil 1/\varepsilon \rceil - 1`."""
     return max(1, math.ceil(1.0 / float(contamination) - 1e-12) - 1)
+
+
+#: relative slack of the step-up comparison: a p-value equal to its critical value
+#: :math:`iq/m` in exact arithmetic (conformal p-values :math:`j/(n+1)` often are) is rejected
+#: whatever the rounding of :math:`iq/m`
+_BH_RTOL = 1e-12
+
+
+def check_fdr(q, name: str = "q") -> float:
+    """``q`` as a float in (0, 1), the false-discovery rate of :func:`benjamini_hochberg`;
+    a ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(q, (bool, np.bool_)) or not isinstance(q, Real):
+        raise ValueError(f"`{name}` (a false-discovery rate) must be a float in (0, 1), got {q!r}")
+    qf = float(q)
+    if not 0.0 < qf < 1.0:  # NaN fails too
+        raise ValueError(f"`{name}` (a false-discovery rate) must be a float in (0, 1), got {q!r}")
+    return qf
+
+
+def benjamini_hochberg(p_values, q: float) -> np.ndarray:
+    r"""Benjamini-Hochberg step-up rule: which hypotheses to reject at false-discovery rate ``q``.
+
+    With the :math:`m` p-values sorted, :math:`p_{(1)} \le \dots \le p_{(m)}`, let
+    :math:`k = \max\{i : p_{(i)} \le i q / m\}` (:math:`k = 0` if there is none) and reject
+    the :math:`k` smallest, i.e. every p-value :math:`\le p_{(k)}`. Tied p-values are all
+    rejected or all kept (a tie straddling position :math:`k` would satisfy the condition at
+    its last position), so the result does not depend on the order of the input. The
+    comparison allows a relative 1e-12 of rounding, so that a p-value equal to :math:`iq/m` in
+    exact arithmetic is rejected.
+
+    Guarantee: if the null p-values are independent of each other and of the non-nulls, or more
+    generally positively regression dependent on a subset (PRDS), BH controls the
+    false-discovery rate, :math:`E[V / \max(R, 1)] \le q \, m_0 / m \le q` (:math:`V` false
+    rejections among :math:`R`, :math:`m_0` nulls). Conformal p-values of a batch against one
+    calibration set are not independent (they share the calibration scores) but, when the null
+    (normal) test scores and the calibration scores are exchangeable, they are PRDS (Bates,
+    Candès, Lei, Romano, Sesia 2023, "Testing for outliers with conformal p-values", Ann.
+    Statist. 51(1)), so BH on them controls the FDR at ``q``. The guarantee holds marginally
+    over the draw of the calibration set: averaged over calibration sets, not conditionally on
+    the one at hand (for a given calibration set the realised FDR of repeated batches can be
+    above ``q``).
+
+    Parameters
+    ----------
+    p_values : array-like of floats in [0, 1] (any shape; NaN is an error).
+    q : float in (0, 1), the target false-discovery rate.
+
+    Returns
+    -------
+    bool array of ``p_values``' shape, True where rejected (flagged). Empty input gives an
+    empty array.
+    """
+    q = check_fdr(q)
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.size == 0:
+        return np.zeros(p.shape, dtype=bool)
+    if np.isnan(p).any():
+        raise ValueError(
+            f"{int(np.isnan(p).sum())} p-value(s) are NaN: the Benjamini-Hochberg rule needs "
+            "every p-value"
+        )
+    if (p < 0).any() or (p > 1).any():
+        raise ValueError(f"p-values must lie in [0, 1], got values in [{p.min()!r}, {p.max()!r}]")
+    m = p.size
+    ps = np.sort(p, axis=None)
+    critical = q * np.arange(1, m + 1, dtype=np.float64) / m
+    below = np.flatnonzero(ps <= critical * (1.0 + _BH_RTOL))
+    if below.size == 0:
+        return np.zeros(p.shape, dtype=bool)
+    return p <= ps[below[-1]]
