@@ -10,11 +10,11 @@ corpus, one corpus Gram and one cross Gram per kernel, every scorer of
 
 Per problem: Spearman's rank correlation between proxy and test ROC-AUC over the candidates;
 the test ROC-AUC of the candidate with the best proxy and of the best candidate (oracle).
-Rows go to a JSON-lines file (one per problem; resumable: problems done are skipped).
+``run`` writes the test ROC-AUCs to a JSON-lines file (one line per problem; resumable:
+problems done are skipped); ``report`` joins them with the store's selection tables.
 
-    python benchmarks/auto_proxy_study.py run [--store results/wide.sqlite]
-        [--out results/auto_proxy_study.jsonl]
-    python benchmarks/auto_proxy_study.py report [--out ...]
+    python benchmarks/auto_proxy_study.py run [--out results/auto_proxy_study.jsonl]
+    python benchmarks/auto_proxy_study.py report [--store results/wide.sqlite] [--out ...]
 """
 
 from __future__ import annotations
@@ -104,9 +104,8 @@ def selection_proxies(store, dataset: str, cls: str) -> dict | None:
     return {"proxies": proxies, "chosen": chosen, "auto_auc": row[1]}
 
 
-def run(store, out: Path, log=print) -> int:
-    from scipy.stats import spearmanr
-
+def run(out: Path, log=print) -> int:
+    """Test ROC-AUC of every candidate on every tuning-half problem (resumable)."""
     dirs = bd.default_data_dirs()
     split = bd.half_of(dirs)
     done = set()
@@ -117,61 +116,80 @@ def run(store, out: Path, log=print) -> int:
         for prob in bd.load_problems(ds, dirs, 0, None, max_classes=bd.MAX_CLASSES):
             if (ds, prob.cls) in done:
                 continue
-            sel = selection_proxies(store, ds, prob.cls)
-            if sel is None:
-                log(f"{ds} [{prob.cls}]: no ours_auto selection in the store yet, skipped")
-                continue
             t0 = time.perf_counter()
             true = candidate_test_aucs(prob.corpus, prob.test, prob.y)
-            names = [n for n in true if n in sel["proxies"]]
-            rho = float("nan")
-            if len(names) >= 3:
-                rho = float(
-                    spearmanr([sel["proxies"][n][0] for n in names], [true[n] for n in names])[0]
-                )
-            best_proxy = max(names, key=lambda n: sel["proxies"][n][0]) if names else None
-            rec = dict(
-                dataset=ds,
-                **{"class": prob.cls},
-                spearman=rho,
-                n_candidates=len(names),
-                proxy=[sel["proxies"][n][0] for n in names],
-                test_auc=[true[n] for n in names],
-                names=names,
-                best_proxy=best_proxy,
-                best_proxy_auc=true.get(best_proxy),
-                oracle_auc=max(true.values()) if true else None,
-                chosen=sel["chosen"],
-                auto_auc=sel["auto_auc"],
-                seconds=time.perf_counter() - t0,
-            )
+            rec = dict(dataset=ds, test_auc=true, seconds=time.perf_counter() - t0)
+            rec["class"] = prob.cls
             with out.open("a") as f:
                 f.write(json.dumps(rec) + "\n")
             written += 1
-            log(f"{ds} [{prob.cls}]: spearman {rho:.2f}  chosen {sel['chosen']}")
+            log(f"{ds} [{prob.cls}]: {len(true)} candidates in {rec['seconds']:.1f} s")
     return written
 
 
-def report(out: Path) -> str:
-    recs = [json.loads(line) for line in out.read_text().splitlines()]
+def joined(out: Path, store) -> list[dict]:
+    """Per problem with both: the candidates' proxies (from the store's ours_auto selection
+    table) beside their test ROC-AUCs, Spearman's rho, and the test ROC-AUC of the best-proxy
+    candidate and of the best candidate."""
+    from scipy.stats import spearmanr
+
+    recs = []
+    for r in map(json.loads, out.read_text().splitlines()):
+        sel = selection_proxies(store, r["dataset"], r["class"])
+        if sel is None:
+            continue
+        true = r["test_auc"]
+        names = [n for n in true if n in sel["proxies"]]
+        if len(names) < 3:
+            continue
+        proxy = [sel["proxies"][n][0] for n in names]
+        best = names[int(np.argmax(proxy))]
+        recs.append(
+            dict(
+                dataset=r["dataset"],
+                spearman=float(spearmanr(proxy, [true[n] for n in names])[0]),
+                best_proxy_auc=true[best],
+                oracle_auc=max(true[n] for n in names),
+                default_members=[true.get("minirocket+knn"), true.get("gak+knn")],
+                chosen=sel["chosen"],
+                auto_auc=sel["auto_auc"],
+            )
+        )
+    return recs
+
+
+def report(out: Path, store) -> str:
+    recs = joined(out, store)
+    if not recs:
+        return "no problem has both the study's test ROC-AUCs and an ours_auto selection"
     rho = np.array([r["spearman"] for r in recs], dtype=float)
-    rho = rho[np.isfinite(rho)]
+    ok = np.isfinite(rho)
     by_ds: dict = {}
-    for r in recs:
-        if np.isfinite(r["spearman"]):
-            by_ds.setdefault(r["dataset"], []).append(r["spearman"])
+    for r, v in zip(recs, rho):
+        if np.isfinite(v):
+            by_ds.setdefault(r["dataset"], []).append(v)
     ds_means = np.array([np.mean(v) for v in by_ds.values()])
-    gain = [r["best_proxy_auc"] - r["oracle_auc"] for r in recs if r["best_proxy_auc"] is not None]
-    chosen = [r["chosen"] for r in recs]
+    best_proxy = float(np.mean([r["best_proxy_auc"] for r in recs]))
+    oracle = float(np.mean([r["oracle_auc"] for r in recs]))
+    regret = oracle - best_proxy
+    members = np.array([r["default_members"] for r in recs if None not in r["default_members"]])
+    chosen = [str(r["chosen"]) for r in recs]
+    kinds = sorted(set(c if c in ("baseline", "top") else "single" for c in chosen))
     lines = [
         f"problems: {len(recs)} on {len(by_ds)} data sets of the tuning half",
-        f"Spearman(proxy, test ROC-AUC) over candidates: mean {rho.mean():.3f}, median "
-        f"{np.median(rho):.3f}, share > 0: {np.mean(rho > 0):.2f}; mean over data sets "
-        f"{ds_means.mean():.3f}",
-        f"test ROC-AUC of the best-proxy candidate minus the best candidate's: mean "
-        f"{np.mean(gain):.3f}",
-        "chosen by the guarded selection: "
-        + ", ".join(f"{c}: {chosen.count(c)}" for c in sorted(set(map(str, chosen)))),
+        f"Spearman(proxy, test ROC-AUC) over the candidates of a problem: mean "
+        f"{rho[ok].mean():.3f}, median {np.median(rho[ok]):.3f}, share > 0 "
+        f"{np.mean(rho[ok] > 0):.2f}; mean of the data sets' means {ds_means.mean():.3f}",
+        f"test ROC-AUC of the best-proxy candidate: mean {best_proxy:.3f}; "
+        f"of the best candidate (oracle): {oracle:.3f} "
+        f"(regret {regret:.3f})",
+        f"default's members alone: minirocket+knn {members[:, 0].mean():.3f}, gak+knn "
+        f"{members[:, 1].mean():.3f} (problems: {len(members)})",
+        "guarded selection chose: "
+        + ", ".join(
+            f"{k}: {sum((c if c in ('baseline', 'top') else 'single') == k for c in chosen)}"
+            for k in kinds
+        ),
     ]
     return "\n".join(lines)
 
@@ -180,20 +198,20 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python benchmarks/auto_proxy_study.py")
     sub = p.add_subparsers(dest="action", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--store", default=str(bd.DEFAULT_STORE))
     r.add_argument("--out", default=str(OUT))
     q = sub.add_parser("report")
+    q.add_argument("--store", default=str(bd.DEFAULT_STORE))
     q.add_argument("--out", default=str(OUT))
     args = p.parse_args(argv)
     out = Path(args.out)
     if args.action == "run":
         out.parent.mkdir(parents=True, exist_ok=True)
-        print(f"{run(args.store, out)} problem(s) written to {out}")
+        print(f"{run(out)} problem(s) written to {out}")
     else:
         if not out.is_file():
             print(f"error: no study at {out}: run it first", file=sys.stderr)
             return 2
-        print(report(out))
+        print(report(out, args.store))
     return 0
 
 
