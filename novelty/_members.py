@@ -18,6 +18,18 @@ threshold and p-values (:mod:`novelty._calibration`) and, for an ensemble, the r
 standardisation :math:`(s - \operatorname{median}(c)) / \operatorname{IQR}(c)` that puts the
 members' scores on one scale before they are averaged.
 
+**Exact duplicates.** Two corpus series are copies when their values are exactly equal after
+the detector's input reading (the checked collection that ``Member.fit`` receives: same length,
+same values, -0.0 equal to 0.0; :func:`duplicate_groups`). A held-out score must not see the
+series it scores, so every copy of a series is held out with it: the kNN leave-one-out leaves
+out the whole group (distances to its copies are +inf, like the diagonal), and the refits put
+all copies of a series in the same fold (leave-one-group-out, or folds of groups). The
+calibration then has one score per *distinct* series (that of its first occurrence): a series
+duplicated r times is one held-out unit, not r exchangeable ones, since the exchangeability
+behind the conformal guarantee is that of distinct normal series (counting copies r times
+would let a heavily duplicated series move the threshold). A corpus without copies is
+calibrated exactly as before (no grouping at all).
+
 Inputs are checked once, at the detector's public call (:func:`novelty.as_series_collection`):
 ``Member.fit`` and ``Member.novelty`` take that checked collection and hand the
 pre-processing and the kernel a :class:`tskernels.SeriesBatch` (checked by construction, so
@@ -29,6 +41,7 @@ when they are not the kernel's own check raises, as it did before.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +60,7 @@ __all__ = [
     "MemberSpec",
     "Member",
     "checked_batch",
+    "duplicate_groups",
     "kernel_input",
     "make_scorer",
     "novelty",
@@ -211,9 +225,13 @@ def prepare_kernel(spec: MemberSpec, Z):
     return kernel
 
 
-def _calibration_folds(n: int, loo_max: int):
+def _calibration_folds(n: int, loo_max: int, groups: np.ndarray | None = None):
     """(train, test) index pairs: leave-one-out up to ``loo_max`` series, else
-    ``CALIBRATION_FOLDS`` seeded folds."""
+    ``CALIBRATION_FOLDS`` seeded folds. With duplicate ``groups`` (:func:`duplicate_groups`)
+    the same rule on the groups: every copy of a series lies in the same test part."""
+    if groups is not None:
+        yield from _group_folds(n, loo_max, groups)
+        return
     if n <= loo_max:
         folds = [np.array([i]) for i in range(n)]
     else:
@@ -222,22 +240,83 @@ def _calibration_folds(n: int, loo_max: int):
         yield np.setdiff1d(np.arange(n), test), test
 
 
-def held_out_scores(spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
-    """Novelty of every corpus series by a scorer fitted without it (see the module doc)."""
+def _group_folds(n: int, loo_max: int, groups: np.ndarray):
+    """:func:`_calibration_folds` over the duplicate groups: leave-one-group-out up to
+    ``loo_max`` groups, else ``CALIBRATION_FOLDS`` seeded folds of groups (for groups
+    ``arange(n)``, the folds of the series themselves)."""
+    groups = np.asarray(groups)
+    n_groups = int(groups.max()) + 1
+    if n_groups <= loo_max:
+        folds = [np.array([g]) for g in range(n_groups)]
+    else:
+        perm = np.random.default_rng(0).permutation(n_groups)
+        folds = np.array_split(perm, CALIBRATION_FOLDS)
+    for units in folds:
+        test = np.flatnonzero(np.isin(groups, units))
+        yield np.setdiff1d(np.arange(n), test), test
+
+
+def duplicate_groups(X) -> np.ndarray | None:
+    """Exact copies among the series of the checked collection ``X`` ((n, T, d) array, list of
+    (T_i, d) arrays, or a SeriesBatch): group ids (n,), numbered in order of first occurrence,
+    equal for series of equal length whose values are all equal (-0.0 equal to 0.0); ``None``
+    when every series is distinct. Each series is hashed (BLAKE2b of its shape and float64
+    bytes) and a hash match is confirmed by comparing the values, so a hash collision never
+    merges distinct series."""
+    series = _series_list(X)
+    n = len(series)
+    groups = np.empty(n, dtype=np.int64)
+    seen: dict[bytes, list[int]] = {}  # hash -> first rows of the groups with that hash
+    n_groups = 0
+    for i, x in enumerate(series):
+        x = np.ascontiguousarray(x, dtype=np.float64) + 0.0  # -0.0 + 0.0 is +0.0
+        h = hashlib.blake2b(repr(x.shape).encode(), digest_size=16)
+        h.update(x.tobytes())
+        firsts = seen.setdefault(h.digest(), [])
+        for j in firsts:
+            if np.array_equal(series[j], x):
+                groups[i] = groups[j]
+                break
+        else:
+            firsts.append(i)
+            groups[i] = n_groups
+            n_groups += 1
+    return None if n_groups == n else groups
+
+
+def _series_list(X) -> list:
+    """The series of a checked collection as numpy arrays (T_i, d), without copying."""
+    if isinstance(X, SeriesBatch):
+        values = X.values.detach().cpu().numpy()
+        return [values[i, :L] for i, L in enumerate(X.lengths.tolist())]
+    return list(X)
+
+
+def first_occurrences(groups: np.ndarray) -> np.ndarray:
+    """Row of the first occurrence of each group (in group order)."""
+    return np.unique(np.asarray(groups), return_index=True)[1]
+
+
+def held_out_scores(
+    spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor, groups: np.ndarray | None = None
+) -> np.ndarray:
+    """Novelty of every corpus series by a scorer fitted without it (see the module doc); with
+    duplicate ``groups`` (:func:`duplicate_groups`), without any of its copies either."""
     n = K.shape[0]
     template = make_scorer(spec)
     if isinstance(template, KNNScorer) and n >= 2:
-        return _knn_leave_one_out(template, K, diag)
+        return _knn_leave_one_out(template, K, diag, groups)
     out = np.empty(n)
-    for train, test in _calibration_folds(n, LOO_MAX):
+    for train, test in _calibration_folds(n, LOO_MAX, groups):
         tr, te = torch.from_numpy(train), torch.from_numpy(test)
         scorer = clone(template).fit(K[tr][:, tr])
         out[test] = novelty(spec, scorer, K[te][:, tr], diag[te])
     return out
 
 
-def cross_fitted_scores(spec: MemberSpec, Z) -> np.ndarray:
-    """Novelty of every corpus series by a kernel *and* scorer fitted without it.
+def cross_fitted_scores(spec: MemberSpec, Z, groups: np.ndarray | None = None) -> np.ndarray:
+    """Novelty of every corpus series by a kernel *and* scorer fitted without it (and, with
+    duplicate ``groups``, without any of its copies: they share its fold).
 
     For kernels whose features are learned from the corpus (``needs_fit``: the random
     convolutions' biases are drawn from corpus series, their power transform is fitted on the
@@ -248,7 +327,7 @@ def cross_fitted_scores(spec: MemberSpec, Z) -> np.ndarray:
     """
     n = Z.n if isinstance(Z, SeriesBatch) else len(Z)
     out = np.empty(n)
-    for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX):
+    for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX, groups):
         Ztr, Zte = _subset(Z, train), _subset(Z, test)
         kernel = clone(spec.kernel)
         with _reusing_features(kernel):  # each part's features computed once per fold
@@ -273,11 +352,15 @@ def _reusing_features(kernel):
     return reuse() if callable(reuse) else contextlib.nullcontext()
 
 
-def _knn_leave_one_out(scorer: KNNScorer, K: torch.Tensor, diag: torch.Tensor) -> np.ndarray:
+def _knn_leave_one_out(
+    scorer: KNNScorer, K: torch.Tensor, diag: torch.Tensor, groups: np.ndarray | None = None
+) -> np.ndarray:
     r"""kNN novelty of each corpus series against the other N - 1 (exact leave-one-out):
     the feature-space distances :math:`\sqrt{k(x,x) + k(y,y) - 2k(x,y)}` with the series
     itself left out, aggregated as the (unfitted) ``scorer`` does (k-th nearest, or mean of the
-    k nearest)."""
+    k nearest). With duplicate ``groups``, every copy of the series is left out too (its
+    distances are +inf like the diagonal), and a series with r copies in all is scored against
+    the other N - r with k lowered to at most N - r."""
     from ._gram_scorer import validate_params
 
     validate_params(scorer)
@@ -292,9 +375,32 @@ def _knn_leave_one_out(scorer: KNNScorer, K: torch.Tensor, diag: torch.Tensor) -
             "kernel is not positive semi-definite"
         )
     d2 = d2.clamp_min(0.0)  # rounding only (checked above)
+    if groups is not None:
+        return _knn_leave_group_out(scorer, d2, groups)
     d2.fill_diagonal_(float("inf"))
     nearest = torch.topk(d2, k, dim=1, largest=False).values.sqrt()
     out = nearest[:, -1] if aggregate == "kth" else nearest.mean(dim=1)
+    return out.cpu().numpy()
+
+
+def _knn_leave_group_out(scorer: KNNScorer, d2: torch.Tensor, groups: np.ndarray) -> np.ndarray:
+    """:func:`_knn_leave_one_out` with every copy of a series left out: ``d2`` the squared
+    corpus distances, ``groups`` the duplicate groups (:func:`duplicate_groups`)."""
+    n = d2.shape[0]
+    g = torch.as_tensor(np.asarray(groups), dtype=torch.long, device=d2.device)
+    d2 = d2.masked_fill(g[:, None] == g[None, :], float("inf"))  # the diagonal included
+    available = n - torch.bincount(g)[g]  # series left to score against, per row
+    if int(available.min()) < 1:
+        raise ValueError("every corpus series is a copy of one series: nothing to hold out")
+    k_row = available.clamp_max(int(scorer.n_neighbors))
+    nearest = torch.topk(d2, int(k_row.max()), dim=1, largest=False).values.sqrt()
+    if scorer.aggregate == "kth":
+        out = nearest.gather(1, (k_row - 1)[:, None])[:, 0]
+    else:
+        cols = torch.arange(nearest.shape[1], device=d2.device)
+        inside = cols[None, :] < k_row[:, None]
+        zero = torch.zeros((), dtype=nearest.dtype, device=d2.device)
+        out = torch.where(inside, nearest, zero).sum(dim=1) / k_row.to(nearest.dtype)
     return out.cpu().numpy()
 
 
@@ -303,7 +409,13 @@ class Member:
 
     ``fit`` and ``novelty`` take series checked at the detector's public call (an (n, T, d)
     float64 array or a list of (T_i, d) ones, :func:`novelty.as_series_collection`); they are
-    not checked again here (module docstring)."""
+    not checked again here (module docstring).
+
+    Exact copies in the corpus (equal values in ``X`` as ``fit`` receives it) are found by
+    ``fit`` (``duplicate_groups_``: group ids, None without copies) and held out together;
+    ``calibration_`` has one held-out score per distinct series, in order of first occurrence
+    (a duplicated series is one held-out unit; module docstring, "Exact duplicates"). A corpus
+    of copies of one series has no held-out score (as a corpus of one series)."""
 
     def __init__(self, spec: MemberSpec):
         self.spec = spec
@@ -318,13 +430,17 @@ class Member:
         diag = torch.diagonal(K).clone()
         auto = spec.name != ""  # members made by the recipe or the selection adapt to N
         self.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
-        n = K.shape[0]
+        groups = duplicate_groups(X)  # exact copies are held out together
+        self.duplicate_groups_ = groups
+        n = K.shape[0] if groups is None else int(groups.max()) + 1  # distinct series
         if n == 1:  # nothing to hold out: scored against, never calibrated
             self.calibration_ = np.empty(0)
         elif getattr(self.kernel_, "needs_fit", False) and n >= 3:
-            self.calibration_ = cross_fitted_scores(spec, Zk)
+            self.calibration_ = cross_fitted_scores(spec, Zk, groups)
         else:  # (two series: a kernel refitted on one would be degenerate)
-            self.calibration_ = held_out_scores(spec, K, diag)
+            self.calibration_ = held_out_scores(spec, K, diag, groups)
+        if groups is not None and self.calibration_.size:
+            self.calibration_ = self.calibration_[first_occurrences(groups)]
         return self
 
     def _prepare(self, X, preprocessors: dict, fit: bool = False):
