@@ -90,9 +90,14 @@ def _preprocessed(Xs):
 
 
 def _random_convolution():
+    """MiniRocket features of the default recipe and the selection; after an equal-length fit
+    a series of another length gets the same features at its own length
+    (``other_lengths="native"``), so the detector scores any length."""
     from tskernels import RandomConvolutionKernel
 
-    return RandomConvolutionKernel(transform="minirocket", n_kernels=10_000, seed=0)
+    return RandomConvolutionKernel(
+        transform="minirocket", n_kernels=10_000, seed=0, other_lengths="native"
+    )
 
 
 def candidate_kernels(Xs) -> list[tuple[str, object, bool | str, bool]]:

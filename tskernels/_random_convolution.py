@@ -29,6 +29,10 @@ MIN_LENGTH = {"minirocket": 9, "multirocket": 10}
 _NOT_FITTED = "RandomConvolutionKernel is not fitted: call fit(X) on the corpus first"
 #: sktime's random_state is cast to int32.
 _MAX_SEED = 2**31 - 1
+#: What an equal-length fit does with series of another length (``other_lengths``).
+OTHER_LENGTHS = ("error", "native")
+#: Taps of MiniRocket's kernels: a kernel of dilation D spans 8 D + 1 time steps.
+_TAPS = 9
 
 
 def _pad_short(x: np.ndarray, minimum: int) -> np.ndarray:
@@ -106,9 +110,23 @@ class RandomConvolutionKernel(Kernel):
     Both :math:`R` (dilations and biases, drawn from the corpus) and :math:`P` are fitted by
     ``fit(X)`` on the corpus; ``gram``, ``diag`` and ``features`` before ``fit`` raise
     sklearn's ``NotFittedError`` (a ``ValueError``). A corpus of equal-length series uses
-    ``MiniRocketMultivariate`` (or ``MultiRocketMultivariate``) and afterwards accepts series of
-    that length only; a corpus of unequal lengths uses ``MiniRocketMultivariateVariable``
-    (MultiRocket has no unequal-length version: ValueError). A feature that is constant on
+    ``MiniRocketMultivariate`` (or ``MultiRocketMultivariate``); a corpus of unequal lengths uses
+    ``MiniRocketMultivariateVariable`` (MultiRocket has no unequal-length version: ValueError),
+    which accepts any length afterwards.
+
+    Other lengths after an equal-length fit (``other_lengths``): ``"error"`` (default), the
+    fitted length only (ValueError otherwise). ``"native"`` (MiniRocket only): a series of
+    another length gets the *same* features, the fitted convolutions (dilations counted in
+    time steps, biases, MiniRocket's alternating padding) applied to the series at its own
+    length by the same fitted transform: the time scale of the series is kept, and since each
+    feature is a proportion of positions (PPV), it does not grow or shrink with the length.
+    A series shorter than the widest dilated kernel, :math:`8 D_{max} + 1` time steps
+    (:math:`D_{max}` the largest fitted dilation; at most the fitted length), is first extended
+    to that span by repeating its last time point (the short-series rule below, which is the
+    case :math:`D_{max} = 1`), so that every feature has positions to count. Series of the
+    fitted length get exactly the features they get with ``"error"``, the corpus's included.
+    MultiRocket refuses ``"native"``: two of its pooling operators (the mean index and the
+    longest stretch of positive values) grow with the length. A feature that is constant on
     the corpus is never NaN: the power transform maps it to 0 for every series;
     ``StandardScaler`` leaves it unscaled (the deviation from the constant).
 
@@ -130,6 +148,10 @@ class RandomConvolutionKernel(Kernel):
         Yeo-Johnson then standardisation (True) or standardisation only (False).
     seed : int, default 0
         sktime's ``random_state`` (0 <= seed < 2**31): the same features for the same seed.
+    other_lengths : {"error", "native"}, default "error"
+        After an equal-length fit, what a series of another length gets: a ValueError, or the
+        same fitted features computed at its own length (see above). Ignored after a fit on
+        unequal lengths (every length is accepted).
     n_jobs : None (default), -1 or int > 0
         Threads: sktime's ``n_jobs`` of the transform (None: sktime's default, 1), numba's
         for the power transform's lambda search and torch's for the Gram (None: the current
@@ -158,6 +180,7 @@ class RandomConvolutionKernel(Kernel):
         "static": check_optional_static,
         "power_transform": check_bool,
         "seed": lambda v, name: check_int(v, name, minimum=0),
+        "other_lengths": lambda v, name: check_option(v, name, OTHER_LENGTHS),
     }
     _divergence_hint = (
         "The features or the static kernel overflowed: use power_transform=False or a "
@@ -171,6 +194,7 @@ class RandomConvolutionKernel(Kernel):
         static: StaticKernel | None = None,
         power_transform: bool = True,
         seed: int = 0,
+        other_lengths: str = "error",
         **execution,
     ):
         super().__init__(**execution)
@@ -179,12 +203,18 @@ class RandomConvolutionKernel(Kernel):
         self.static = static
         self.power_transform = power_transform
         self.seed = seed
+        self.other_lengths = other_lengths
 
     # ------------------------------------------------------------------ options
     def _check_parameters(self) -> None:
         super()._check_parameters()
         if self.seed > _MAX_SEED:
             raise ValueError(f"`seed` must be below 2**31 (sktime's int32), got {self.seed}")
+        if self.other_lengths == "native" and self.transform == "multirocket":
+            raise ValueError(
+                "other_lengths='native' needs transform='minirocket': MultiRocket's mean index "
+                "and longest stretch of positive values grow with the series length"
+            )
 
     def _is_fitted(self) -> bool:
         return "transformer_" in self.__dict__
@@ -282,8 +312,9 @@ class RandomConvolutionKernel(Kernel):
                 raise ValueError(
                     f"RandomConvolutionKernel was fitted on series of length {length}, "
                     f"got lengths {lo}..{hi} in `{name}`: the equal-length transform accepts "
-                    "the fitted length only; resample the series or fit on a corpus of "
-                    "unequal lengths"
+                    "the fitted length only with other_lengths='error'; use "
+                    "other_lengths='native' (the same features at each series' own length), "
+                    "resample the series or fit on a corpus of unequal lengths"
                 )
             V = np.stack([_pad_short(v, minimum) for v in V]) if length < minimum else V
             return np.ascontiguousarray(V.transpose(0, 2, 1))
@@ -312,11 +343,45 @@ class RandomConvolutionKernel(Kernel):
         _writeable_parameters(transformer)
         parts = []
         for i in range(0, X.n, rows):
-            data = self._to_sktime(X[i : i + rows], length, "X")
+            chunk = X[i : i + rows]
+            if self._other_length(chunk, length):
+                parts.append(self._native_features(transformer, chunk))
+                continue
+            data = self._to_sktime(chunk, length, "X")
             parts.append(np.asarray(transformer.transform(data), dtype=np.float64))
         # C order in every case: the scaler's column reductions then sum in the same order
         # whether or not the series were chunked
         return np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0])
+
+    def _other_length(self, X: SeriesBatch, length: int | None) -> bool:
+        """``X`` holds a series of another length than an equal-length fit's, and
+        ``other_lengths="native"`` computes its features at its own length."""
+        if length is None or self.other_lengths != "native":
+            return False
+        return not (X.equal_length and X.length == length)
+
+    def _native_span(self, transformer) -> int:
+        """Time steps of the widest fitted kernel, 8 D_max + 1 (at least MiniRocket's 9)."""
+        dilations = transformer.parameters[2]
+        return max(MIN_LENGTH[self.transform], (_TAPS - 1) * int(np.max(dilations)) + 1)
+
+    def _native_features(self, transformer, X: SeriesBatch) -> np.ndarray:
+        """Raw features (n, F) of series of any lengths by the fitted equal-length transform:
+        each series at its own length (extended by its last time point to the widest kernel's
+        span when shorter), the series of one length transformed together."""
+        V = X.values.detach().cpu().numpy().astype(np.float64, copy=False)
+        L = X.lengths.cpu().numpy()
+        steps = np.maximum(L, self._native_span(transformer))
+        out = None
+        for T in np.unique(steps):
+            rows = np.flatnonzero(steps == T)
+            block = np.stack([_pad_short(V[i, : L[i]], int(T)) for i in rows])
+            data = np.ascontiguousarray(block.transpose(0, 2, 1))  # numpy3D (m, d, T)
+            raw = np.asarray(transformer.transform(data), dtype=np.float64)
+            if out is None:
+                out = np.empty((X.n, raw.shape[1]))
+            out[rows] = raw
+        return out
 
     def _features(self, X: SeriesBatch) -> np.ndarray:
         memo = self.__dict__.get("_feature_memo")
