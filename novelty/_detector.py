@@ -13,6 +13,9 @@ is the mean of the :math:`z`.
 ``p_values(X)`` gives :math:`p = (1 + \#\{c_i \ge s\}) / (n + 1)` and ``predict`` flags
 :math:`p \le` ``contamination``, so a new normal series is flagged with probability at most
 ``contamination`` (exchangeability; up to the leave-one-out approximation, O(1/n)).
+Exact copies of a corpus series are held out with it and calibrate as one series (the
+exchangeable units are the distinct normal series; :mod:`novelty._members`, "Exact
+duplicates").
 ``decision_function = score_samples - offset_`` is negative exactly where ``predict`` is -1.
 
 Input: an array (n, T, d), a list of (T_i, d) arrays, any sktime Panel container, tslearn's
@@ -62,6 +65,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     contamination : float in (0, 0.5], default 0.05. The share of new normal series that
         ``predict`` may flag (a conformal guarantee: at most this, up to O(1/n)). A corpus of
         fewer than ``1/contamination - 1`` series cannot flag anything (a warning says so).
+        A per-series false-alarm rate: the right control when each new series is judged on
+        its own (monitoring, one alert at a time). For a batch, ``predict(X, fdr=q)`` instead
+        (see Methods).
     alpha : float > 0, default 1e-2, Tikhonov parameter of the variance-norm scorers (relative
         to the normalised kernel, whose centred spectrum sums to at most 1).
     rank : int or None, components of the variance-norm scorers (None: every component above
@@ -100,9 +106,23 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     ----------
     members_ : list of fitted members; ``kernel_``, ``scorer_``, ``corpus_``,
         ``preprocessor_`` are those of the first member.
-    calibration_scores_ : array (n,), held-out novelty scores of the corpus series.
+    calibration_scores_ : array (n_distinct,), held-out novelty scores of the distinct corpus
+        series (n of them without exact copies): every copy of a series is held out with it,
+        and a duplicated series is one calibration score (one held-out unit).
     offset_ : float, minus the conformal novelty threshold.
     selection_ : pandas DataFrame of the candidates with their selection scores (auto only).
+
+    Methods
+    -------
+    predict(X, fdr=None) : +1 / -1 per series. ``fdr=None``: flag conformal p-values
+        ``<= contamination``; among many normal series about ``contamination`` of them are
+        flagged, so in a batch of 10,000 series with few anomalies most flags can be false.
+        ``fdr=q`` (float in (0, 1)): flag the series that the Benjamini-Hochberg rule rejects
+        among the batch's conformal p-values (:func:`novelty._calibration.benjamini_hochberg`),
+        so that the expected share of normal series among the flagged (the false-discovery
+        rate) is at most ``q``, averaged over corpus draws. Use it when scoring a batch and
+        acting on its flags; ``contamination`` is then not used.
+    p_values(X) : the conformal p-values behind both.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -180,7 +200,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         threshold = conformal_threshold(cal, self.contamination) if cal.size else math.inf
         if math.isinf(threshold) and threshold > 0:
             warnings.warn(
-                f"with {n} corpus series no series can be flagged at contamination="
+                f"with {n} corpus series{_distinct_note(self.members_[0], n)} no series can be "
+                f"flagged at contamination="
                 f"{self.contamination} (conformal p-values are at least 1/(n+1)); use at least "
                 f"{min_corpus_for(self.contamination)} series or a larger contamination",
                 UserWarning,
@@ -199,9 +220,24 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         """score_samples - offset_: negative exactly for predicted outliers, array (n,)."""
         return self.score_samples(X) - self.offset_
 
-    def predict(self, X) -> np.ndarray:
-        """+1 for inliers, -1 for outliers (conformal p-value <= contamination), array (n,)."""
-        return np.where(self.decision_function(X) >= 0, 1, -1)
+    def predict(self, X, fdr: float | None = None) -> np.ndarray:
+        """+1 for inliers, -1 for outliers, array (n,).
+
+        ``fdr=None`` (default): outlier where the conformal p-value is ``<= contamination`` (a
+        per-series false-alarm rate). ``fdr=q``, a float in (0, 1): outlier where the
+        Benjamini-Hochberg rule at level ``q`` rejects among the conformal p-values of the
+        series of X (:func:`novelty._calibration.benjamini_hochberg`): the expected share of
+        normal series among those flagged is at most ``q`` (conformal p-values of exchangeable
+        normal series are PRDS; marginally over the corpus draw, up to the O(1/n) of held-out
+        calibration scores). The flags then depend on the whole batch X. A corpus of one
+        series (no calibration scores, p-values all 1) flags nothing.
+        """
+        if fdr is None:
+            return np.where(self.decision_function(X) >= 0, 1, -1)
+        from ._calibration import benjamini_hochberg, check_fdr
+
+        q = check_fdr(fdr, name="fdr")  # before any scoring
+        return np.where(benjamini_hochberg(self.p_values(X), q), -1, 1)
 
     def p_values(self, X) -> np.ndarray:
         r"""Conformal p-values :math:`(1 + \#\{c_i \ge s(x)\}) / (n + 1)`, array (n,): small =
@@ -408,6 +444,14 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         if reset and hasattr(self, "n_features_in_"):
             del self.n_features_in_
         return as_series_collection(X, missing=self.missing)
+
+
+def _distinct_note(member, n: int) -> str:
+    """Words for the warning when the corpus has exact copies: how many distinct series."""
+    groups = getattr(member, "duplicate_groups_", None)
+    if groups is None:
+        return ""
+    return f" ({int(groups.max()) + 1} distinct: copies of a series are one held-out unit)"
 
 
 def _is_auto(scorer) -> bool:
