@@ -87,6 +87,15 @@ def selection_proxies(store, dataset: str, cls: str) -> dict | None:
         con.close()
     if row is None:
         return None
+    con = sqlite3.connect(store)
+    try:
+        default = con.execute(
+            "SELECT auc FROM results WHERE dataset=? AND class=? AND method='ours_default' "
+            "AND seed=0",
+            (dataset, cls),
+        ).fetchone()
+    finally:
+        con.close()
     table = json.loads(row[0]).get("selection")
     if table is None:
         return None
@@ -101,7 +110,8 @@ def selection_proxies(store, dataset: str, cls: str) -> dict | None:
             proxies[name] = (float(r["score"]), r.get("z"))
         if r.get("chosen"):
             chosen = name
-    return {"proxies": proxies, "chosen": chosen, "auto_auc": row[1]}
+    default_auc = None if default is None else default[0]
+    return {"proxies": proxies, "chosen": chosen, "auto_auc": row[1], "default_auc": default_auc}
 
 
 def run(out: Path, log=print) -> int:
@@ -153,6 +163,7 @@ def joined(out: Path, store) -> list[dict]:
                 default_members=[true.get("minirocket+knn"), true.get("gak+knn")],
                 chosen=sel["chosen"],
                 auto_auc=sel["auto_auc"],
+                default_auc=sel["default_auc"],
             )
         )
     return recs
@@ -185,6 +196,8 @@ def report(out: Path, store) -> str:
         f"(regret {regret:.3f})",
         f"default's members alone: minirocket+knn {members[:, 0].mean():.3f}, gak+knn "
         f"{members[:, 1].mean():.3f} (problems: {len(members)})",
+        f"the detector: default {np.mean([r['default_auc'] for r in recs]):.3f}, auto "
+        f"{np.mean([r['auto_auc'] for r in recs]):.3f}",
         "guarded selection chose: "
         + ", ".join(
             f"{k}: {sum((c if c in ('baseline', 'top') else 'single') == k for c in chosen)}"

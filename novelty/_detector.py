@@ -198,7 +198,22 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         self.calibration_scores_ = cal
         # one series has no held-out score: it can be scored against, never flagged
         threshold = conformal_threshold(cal, self.contamination) if cal.size else math.inf
-        if math.isinf(threshold) and threshold > 0:
+        n_inf = int(np.isposinf(cal).sum())
+        if (
+            math.isinf(threshold)
+            and threshold > 0
+            and n_inf
+            and cal.size >= min_corpus_for(self.contamination)
+        ):
+            warnings.warn(
+                f"{n_inf} of {cal.size} held-out novelty scores of the corpus are +inf (the "
+                "kernel underflows: those series have kernel value 0 to every other corpus "
+                "series; the bandwidth is probably too small), so the threshold is +inf and no "
+                f"series can be flagged at contamination={self.contamination}",
+                UserWarning,
+                stacklevel=2,
+            )
+        elif math.isinf(threshold) and threshold > 0:
             warnings.warn(
                 f"with {n} corpus series{_distinct_note(self.members_[0], n)} no series can be "
                 f"flagged at contamination="
@@ -217,8 +232,13 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return -self._novelty(X)
 
     def decision_function(self, X) -> np.ndarray:
-        """score_samples - offset_: negative exactly for predicted outliers, array (n,)."""
-        return self.score_samples(X) - self.offset_
+        """score_samples - offset_: negative exactly for predicted outliers, array (n,).
+
+        0 where the score equals the threshold, infinite ones included (a +inf novelty at a
+        +inf threshold is not flagged, as its p-value says): never NaN."""
+        s = self.score_samples(X)
+        with np.errstate(invalid="ignore"):  # inf - inf, replaced by 0 below
+            return np.where(s == self.offset_, 0.0, s - self.offset_)
 
     def predict(self, X, fdr: float | None = None) -> np.ndarray:
         """+1 for inliers, -1 for outliers, array (n,).
@@ -359,7 +379,20 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return self._combine([m.novelty(Xs) for m in self.members_])
 
     def _normal_rows(self, Xs, y):
-        if self.normal_label is None or y is None:
+        if y is None:
+            return Xs
+        if self.normal_label is None:
+            labels = np.unique(np.asarray(y).ravel())
+            if len(labels) > 1:  # scikit-learn's convention: y is ignored, but say so
+                shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in labels[:5])
+                warnings.warn(
+                    f"fit(X, y): y holds {len(labels)} labels ({shown}"
+                    f"{', ...' if len(labels) > 5 else ''}) and normal_label is None, so y is "
+                    "ignored and every series is taken as normal; set normal_label=<the normal "
+                    "class> to fit on that class only",
+                    UserWarning,
+                    stacklevel=3,
+                )
             return Xs
         y = np.asarray(y).ravel()
         if len(y) != len(Xs):

@@ -256,6 +256,20 @@ def test_bad_inputs():
         KernelNoveltyDetector().fit(X.astype(complex))
 
 
+def test_several_labels_without_normal_label_warn():
+    X = _series(8)
+    kernel = FlattenedKernel(RBF(3.0))
+    with pytest.warns(UserWarning, match=r"y holds 2 labels \('a', 'b'\).*normal_label"):
+        det = KernelNoveltyDetector(kernel).fit(X, np.array(list("aaaabbbb")))
+    assert det.n_corpus_ == 8  # ignored, as scikit-learn's convention says
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="fit\\(X, y\\)")  # one label / normal_label set
+        KernelNoveltyDetector(kernel).fit(X, np.zeros(8))
+        assert (
+            KernelNoveltyDetector(kernel, normal_label="a").fit(X, list("aaaabbbb")).n_corpus_ == 4
+        )
+
+
 def test_default_recipe_sklearn_essentials():
     """What scikit-learn's checks ask of the default recipe, in a few fits: clone, fit returns
     self, predict in {-1, +1} consistent with decision_function, a pickle round trip scoring
