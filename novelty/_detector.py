@@ -321,7 +321,19 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             return default_members(Xs)
         if isinstance(self.kernel, str):
             if self.kernel != "auto":
-                raise ValueError(f'`kernel` must be None, "auto" or a kernel, got {self.kernel!r}')
+                import tskernels as tk
+
+                names = sorted(tk.kernel_registry())
+                hint = (
+                    f"; for the registered kernel {self.kernel!r} pass an instance, e.g. "
+                    f"tskernels.make_kernel({self.kernel!r}) or its class with your parameters"
+                    if self.kernel in names
+                    else f" (registered kernels: {', '.join(names)})"
+                )
+                raise ValueError(
+                    f'`kernel` must be None, "auto" or a kernel instance, got {self.kernel!r}'
+                    + hint
+                )
             if len(Xs) < MIN_SELECTION:
                 # nothing to select on: the default recipe, and a table that says so
                 import pandas as pd

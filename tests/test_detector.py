@@ -248,8 +248,10 @@ def test_bad_inputs():
     for c in (0.0, 0.6, -0.1, True, "5%"):
         with pytest.raises(ValueError, match="contamination"):
             KernelNoveltyDetector(contamination=c).fit(X)
-    with pytest.raises(ValueError, match="kernel"):
+    with pytest.raises(ValueError, match="kernel.*registered kernels: .*gak"):
         KernelNoveltyDetector(kernel="best").fit(X)
+    with pytest.raises(ValueError, match=r"tskernels.make_kernel\('gak'\)"):
+        KernelNoveltyDetector(kernel="gak").fit(X)
     with pytest.raises(ValueError, match="normalize"):
         KernelNoveltyDetector(IntegralKernel(RBF(1.0)), scorer="sse", normalize=False).fit(X)
     with pytest.raises(ValueError, match="complex"):
