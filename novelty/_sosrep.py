@@ -34,7 +34,9 @@ class SOSREPScorer(GramScorer):
     tol : float, convergence threshold on :math:`\max_i |N\alpha_i (K\alpha)_i - 1|`.
     seed : int >= 0, seed of the positive initialisation.
 
-    The corpus needs at least two points (the rule of every scorer).
+    The corpus needs at least two points (the rule of every scorer). A corpus Gram that is
+    diagonal (every off-diagonal entry 0: a kernel that underflows, bandwidth too small) raises
+    a ValueError: its log f would be -inf away from each corpus point.
 
     Warns (UserWarning) when the Gram has negative entries: the iteration then may leave the
     positive orthant, in which case the solver raises.
@@ -66,6 +68,15 @@ class SOSREPScorer(GramScorer):
         max_iter, seed = int(self.max_iter), int(self.seed)
         if bool((torch.diagonal(K) <= 0).any()):
             raise ValueError("SOSREP needs K(x, x) > 0 on the corpus; the Gram has a zero diagonal")
+        off_diagonal = K - torch.diag(torch.diagonal(K))
+        if K.shape[0] >= 2 and not bool(off_diagonal.any()):
+            raise ValueError(
+                "the kernel underflows on the corpus: its Gram is diagonal (the identity, "
+                "normalised) to machine precision (every K(x_i, x_j), i != j, is 0), so "
+                "SOSREP's f is 0 away from each "
+                "corpus point and every held-out score is +inf; the bandwidth is too small for "
+                "these data (use a larger one)"
+            )
         if bool((K < 0).any()):
             warnings.warn(
                 f"the corpus Gram has negative entries (min {float(K.min()):.3g}); SOSREP's "

@@ -1,0 +1,44 @@
+"""Findings of the adversarial run of issue 25 (items 4, 10, 11 and 14): each a clear error or
+the right answer, never a bare exception, a silent clamp or NaN."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tskernels
+from novelty import KernelNoveltyDetector
+
+
+# ---------------------------------------------------------------- item 4: sosrep underflow
+def test_sosrep_with_an_underflowing_kernel_raises_a_clear_error():
+    X = np.random.default_rng(0).normal(size=(30, 20, 3))
+    det = KernelNoveltyDetector(tskernels.FlattenedKernel(tskernels.RBF(0.05)), scorer="sosrep")
+    with pytest.raises(ValueError, match="kernel underflows.*bandwidth is too small"):
+        det.fit(X)
+
+
+def test_infinite_threshold_decision_function_is_never_nan_and_agrees_with_p_values():
+    # two corpus series far from the rest: their held-out sosrep scores are +inf (f underflows)
+    rng = np.random.default_rng(0)
+    X = rng.normal(scale=0.01, size=(30, 20, 3))
+    X[0] += 100.0
+    X[1] -= 100.0
+    det = KernelNoveltyDetector(
+        tskernels.FlattenedKernel(tskernels.RBF(1.0)), scorer="sosrep", preprocess=False
+    )
+    with pytest.warns(UserWarning, match=r"2 of 30 held-out novelty scores .* \+inf") as rec:
+        det.fit(X)
+    assert not any("use at least" in str(w.message) for w in rec)  # not the corpus size
+    assert det.threshold_ == np.inf
+    Y = np.r_[rng.normal(scale=0.01, size=(2, 20, 3)), np.full((1, 20, 3), 200.0)]
+    assert det.score_samples(Y)[-1] == -np.inf  # +inf novelty: f underflows there too
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        dec = det.decision_function(Y)
+    assert not np.isnan(dec).any()
+    flagged = det.p_values(Y) <= det.contamination
+    np.testing.assert_array_equal(det.predict(Y) == -1, flagged)
+    np.testing.assert_array_equal(dec < 0, flagged)
