@@ -95,7 +95,9 @@ class SOSREP(FittedExpansionEstimator):
     their Gram can hold negative entries, so alpha and f(x_i) may change sign there (the
     objective sees f only through f^2); with a non-negative exact kernel alpha stays > 0.
 
-    Fitted attributes: ``alpha_`` (N,) coefficients of the kernel as defined, ``kernel_``,
+    Fitted attributes: ``alpha_`` (N,) coefficients of the kernel as defined (a ValueError
+    where they overflow float64: random-feature kernels at large d), ``alpha_normalized_`` and
+    ``log_alpha_scale_`` (``alpha_ = alpha_normalized_ * exp(log_alpha_scale_)``), ``kernel_``,
     ``n_iter_``, ``converged_``, ``residual_``, ``fit_time_`` (seconds).
 
     ``score_samples(X)`` is :math:`\log f(x)^2 = 2\log|f(x)|`: log-sum-exp over the centres for
@@ -163,10 +165,31 @@ class SOSREP(FittedExpansionEstimator):
         self.converged_ = sol.converged
         self.residual_ = sol.residual
         self.expansion_: Expansion = k.expansion(Xt, sol.alpha, log_weight_scale=log_w)
-        self.alpha_ = sol.alpha * math.exp(log_w)
+        # alpha for the kernel as defined is alpha_normalized_ * exp(log_alpha_scale_); the
+        # factor over- or underflows float64 for large d (SDO, d >= ~450): kept in log space
+        self.alpha_normalized_ = sol.alpha
+        self.log_alpha_scale_ = float(log_w)
         self.n_features_in_ = Xt.shape[1]
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    @property
+    def alpha_(self) -> torch.Tensor:
+        """Coefficients (N,) of the kernel as defined: ``alpha_normalized_ *
+        exp(log_alpha_scale_)``, computed in log space; a ValueError where they lie outside
+        the float64 range (the SDO scale at large d), never inf or 0 in their place."""
+        check_is_fitted(self, "expansion_")
+        a, log_w = self.alpha_normalized_, self.log_alpha_scale_
+        if log_w == 0.0:
+            return a
+        out = torch.sign(a) * torch.exp(torch.log(torch.abs(a)) + log_w)
+        if not bool(torch.isfinite(out).all()) or bool(((out == 0) & (a != 0)).any()):
+            raise ValueError(
+                f"alpha_ is outside the float64 range (the kernel's scale factor is "
+                f"exp({log_w:.6g}) at d={self.n_features_in_}): use alpha_normalized_ and "
+                "log_alpha_scale_ (score_samples works in log space)"
+            )
+        return out
 
     def score_samples(self, X) -> np.ndarray:
         r""":math:`\log f(x)^2` for each row of X: float64 numpy array (n,) (higher = more

@@ -42,3 +42,21 @@ def test_infinite_threshold_decision_function_is_never_nan_and_agrees_with_p_val
     flagged = det.p_values(Y) <= det.contamination
     np.testing.assert_array_equal(det.predict(Y) == -1, flagged)
     np.testing.assert_array_equal(dec < 0, flagged)
+
+
+# ---------------------------------------------------------------- item 10: SDO at large d
+def test_sdo_sosrep_fits_at_500_columns_in_log_space():
+    import density
+
+    X = np.random.default_rng(0).normal(size=(200, 500))
+    est = density.SOSREP(density.SDOKernel(a=0.05, n_features=2000)).fit(X)  # was OverflowError
+    s = est.score_samples(X[:5])
+    assert np.isfinite(s).all()
+    assert np.isfinite(est.alpha_normalized_.numpy()).all()
+    assert est.log_alpha_scale_ > 709  # exp of it is beyond float64: alpha_ cannot be formed
+    with pytest.raises(ValueError, match="alpha_ is outside the float64 range"):
+        est.alpha_
+    # the log-space expansion is the float64 one wherever the latter is representable
+    small = density.SOSREP(density.SDOKernel(a=0.05, n_features=2000)).fit(X[:, :20])
+    f = small.kernel_.gram(X[:5, :20], X[:, :20]).numpy() @ small.alpha_.numpy()
+    np.testing.assert_allclose(small.score_samples(X[:5, :20]), np.log(f**2), rtol=1e-9)
