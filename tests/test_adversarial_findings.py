@@ -60,3 +60,21 @@ def test_sdo_sosrep_fits_at_500_columns_in_log_space():
     small = density.SOSREP(density.SDOKernel(a=0.05, n_features=2000)).fit(X[:, :20])
     f = small.kernel_.gram(X[:5, :20], X[:, :20]).numpy() @ small.alpha_.numpy()
     np.testing.assert_allclose(small.score_samples(X[:5, :20]), np.log(f**2), rtol=1e-9)
+
+
+# ---------------------------------------------------------------- item 11: PDE backends agree
+@pytest.mark.parametrize("magnitude", [1e5, 1e155])
+def test_signature_pde_backends_agree_far_beyond_the_kernels_scale(magnitude):
+    X = np.random.default_rng(0).normal(size=(4, 10, 2)) * magnitude
+    grams = [
+        tskernels.SignaturePDEKernel(tskernels.RBF(1), scale=0.25, backend=b).gram(X).numpy()
+        for b in ("numba", "torch")  # numba raised "PDE diverged" at 1e155
+    ]
+    np.testing.assert_allclose(grams[0], grams[1], rtol=1e-12)
+    assert np.isfinite(grams[0]).all() and (np.diag(grams[0]) > 1).all()
+    pysiglib = pytest.importorskip("pysiglib")
+    # every two points are far apart on sigma's scale: the same Gram at 1e3 (pysiglib's own
+    # solver overflows at 1e155); pysiglib's RBFKernel(s) is exp(-|x - y|^2 / s)
+    Z = 0.25 * X / magnitude * 1e3
+    ref = pysiglib.sig_kernel_gram(Z, Z, dyadic_order=2, static_kernel=pysiglib.RBFKernel(2.0))
+    np.testing.assert_allclose(grams[0], ref, rtol=1e-10)

@@ -10,6 +10,7 @@ from ._registry import KernelSpec, register
 from ._signature_pde_torch import double_difference, pde_wavefront
 from ._static import (
     CENTRE_ABOVE_RATIO,
+    EXPANSION_MAX_RATIO,
     RBF,
     Linear,
     StaticKernel,
@@ -188,12 +189,18 @@ class SignaturePDEKernel(Kernel):
             gamma = 0.5 / float(static.sigma) ** 2
             # data far from the origin on sigma's scale are centred on a common shift
             # (the compiled lift expands |x|^2 + |y|^2 - 2<x, y>): the distances keep
-            # their digits at any offset, as in tskernels._static.sqdist
+            # their digits at any offset, as in tskernels._static.sqdist; beyond its expansion
+            # range (or where |x|^2 overflows) the distances come from the differences
             d = x64.shape[-1]
             pts = torch.cat([x64.reshape(-1, d), y64.reshape(-1, d)])
-            if float((pts * pts).sum(1).max()) * gamma > 0.5 * CENTRE_ABOVE_RATIO:
+            r2 = float((pts * pts).sum(1).max()) * gamma
+            if r2 > 0.5 * CENTRE_ABOVE_RATIO:
                 shift = pts.mean(0)
+                if not bool(torch.isfinite(shift).all()):  # the sum overflowed
+                    shift = (pts / pts.shape[0]).sum(0)
                 x64, y64 = x64 - shift, y64 - shift
+                pts = pts - shift
+                r2 = float((pts * pts).sum(1).max()) * gamma
             nb.pde_rbf_pairs(
                 np.ascontiguousarray(x64.numpy()),
                 np.ascontiguousarray(y64.numpy()),
@@ -205,6 +212,7 @@ class SignaturePDEKernel(Kernel):
                 out,
                 numba.get_num_threads(),
                 amp,
+                r2 > 0.5 * EXPANSION_MAX_RATIO,
             )
         else:
             G = np.ascontiguousarray(lifted_increments(static, x64, y64).numpy() * amp)

@@ -109,13 +109,16 @@ def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out, n_threads):
 
 
 @njit(cache=True, fastmath=_FM, parallel=True)
-def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads, amplitude=1.0):
+def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads, amplitude=1.0, exact=False):
     """RBF lift ``amplitude * exp(-gamma |x - y|^2)``: points ``X`` (nX, T1, d), ``Y`` (nY, T2, d).
 
     The increment inner product of the lifted paths is the double difference
     ``E[a+1, b+1] - E[a, b+1] - E[a+1, b] + E[a, b]`` of the point Gram ``E``, whose rows are
     computed on the fly (a vectorised polynomial exp; arguments below -708 give ~3e-308
-    instead of a subnormal, an absolute difference far below rounding).
+    instead of a subnormal, an absolute difference far below rounding). The squared distances
+    come from the expansion |x|^2 + |y|^2 - 2<x, y>, or with ``exact`` from the differences
+    themselves (points far beyond the kernel's scale: the expansion would lose every digit or
+    overflow; a square that overflows is +inf, E = 0), as ``tskernels.sqdist`` chooses.
     """
     npairs = ii.shape[0]
     T1, d = X.shape[1], X.shape[2]
@@ -149,6 +152,14 @@ def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads, amplitude=1.0
                 for b in range(T2):
                     for p in range(_P):
                         dot[p] = 0.0
+                    if exact:
+                        for k in range(d):
+                            for p in range(_P):
+                                t = xs[a, k, p] - ys[b, k, p]
+                                dot[p] += t * t
+                        for p in range(_P):
+                            E[e, b, p] = _exp_nonpos(-gamma * dot[p])
+                        continue
                     for k in range(d):
                         for p in range(_P):
                             dot[p] += xs[a, k, p] * ys[b, k, p]
