@@ -221,7 +221,7 @@ def _split(X, y: np.ndarray, seed: int, where: str):
     if counts.min() < 2:
         small = classes[counts.argmin()]
         raise DataError(
-            f"{where}: class {small!r} has {counts.min()} series; splitting into train and "
+            f"{where}: class {str(small)!r} has {counts.min()} series; splitting into train and "
             "test needs at least 2 per class (or give X_train/X_test)"
         )
     n_test = max(int(round((1 - TRAIN_FRACTION) * n)), len(classes))
@@ -273,7 +273,7 @@ def _check_arrays(X, y, where: str, xname: str = "X", yname: str = "y"):
 def _finish(name, Xtr, ytr, Xte, yte, source, fingerprinted=True) -> UserData:
     if len(np.unique(ytr)) < 2:
         raise DataError(
-            f"{source}: the training data hold one class ({ytr[0]!r}); one-versus-rest needs "
+            f"{source}: the training data hold one class ({str(ytr[0])!r}); one-versus-rest needs "
             "at least 2 classes"
         )
     d_tr = Xtr[0].shape[-1]

@@ -454,6 +454,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         t = self.max_time
         if isinstance(t, bool) or not isinstance(t, Real) or not t > 0:
             raise ValueError(f"`max_time` must be a positive number of seconds, got {t!r}")
+        if not isinstance(self.normalize, (bool, np.bool_)):
+            raise ValueError(f"`normalize` must be a bool (True or False), got {self.normalize!r}")
         preprocess_mode(self.preprocess)
         if self.approximation is not None:
             from ._approx_member import check_approximation

@@ -92,6 +92,17 @@ class MemberSpec:
     normalize: bool = True
     name: str = ""
 
+    def __post_init__(self):
+        from tskernels import StaticKernel
+
+        if isinstance(self.kernel, StaticKernel):
+            k = type(self.kernel).__name__
+            raise ValueError(
+                f"`kernel` {self.kernel!r} is a static kernel on points, not on series: put a "
+                f"series kernel around it, e.g. FlattenedKernel({k}(...)) or "
+                f"IntegralKernel({k}(...))"
+            )
+
     def label(self) -> str:
         scorer = self.scorer if isinstance(self.scorer, str) else scorer_name(self.scorer)
         return self.name or f"{type(self.kernel).__name__}+{scorer}"

@@ -78,3 +78,53 @@ def test_signature_pde_backends_agree_far_beyond_the_kernels_scale(magnitude):
     Z = 0.25 * X / magnitude * 1e3
     ref = pysiglib.sig_kernel_gram(Z, Z, dyadic_order=2, static_kernel=pysiglib.RBFKernel(2.0))
     np.testing.assert_allclose(grams[0], ref, rtol=1e-10)
+
+
+# ---------------------------------------------------------------- item 14: the minor ones
+@pytest.mark.parametrize("value", ["yes", "no", 1, None])
+def test_normalize_must_be_a_bool(value):
+    X = np.random.default_rng(0).normal(size=(3, 5, 2))
+    k = tskernels.FlattenedKernel(tskernels.RBF(1.0))
+    with pytest.raises(ValueError, match="`normalize` must be a bool"):
+        k.gram(X, normalize=value)
+    with pytest.raises(ValueError, match="`normalize` must be a bool"):
+        KernelNoveltyDetector(k, normalize=value).fit(X)
+    sig = tskernels.TruncatedSignatureKernel(level=2)
+    with pytest.raises(ValueError, match="`normalize` must be a bool"):
+        sig.gram_levels(X, normalize=value)
+    assert k.gram(X, normalize=np.True_).shape == (3, 3)  # numpy's bool is a bool
+
+
+@pytest.mark.parametrize("clip", [0, -1, 0.0, float("nan"), "5", True])
+def test_preprocessor_clip_must_be_positive(clip):
+    from tskernels.transforms import Preprocessor
+    from tskernels.transforms import clip as clip_values
+
+    X = np.random.default_rng(0).normal(size=(4, 6, 2))
+    with pytest.raises(ValueError, match="`clip` must be a number > 0 or None"):
+        Preprocessor(clip=clip).fit(X)
+    fitted = Preprocessor().fit(X)
+    with pytest.raises(ValueError, match="`clip` must be a number > 0 or None"):
+        fitted.set_params(clip=clip).transform(X)
+    with pytest.raises(ValueError, match="`bound` must be a number > 0"):
+        clip_values(X, clip)
+    assert Preprocessor(clip=None).fit_transform(X).shape == (4, 7, 2)
+
+
+def test_detector_with_a_static_kernel_says_to_wrap_it():
+    X = np.random.default_rng(0).normal(size=(10, 6, 2))
+    with pytest.raises(ValueError, match=r"static kernel.*FlattenedKernel\(RBF\(\.\.\.\)\)"):
+        KernelNoveltyDetector(kernel=tskernels.RBF()).fit(X)
+
+
+def test_class_labels_in_messages_print_as_plain_strings(tmp_path):
+    from experiments.data import DataError, _finish, _split
+
+    X = np.zeros((3, 4, 1))
+    y = np.array(["a", "b", "b"])
+    with pytest.raises(DataError) as err:
+        _split(X, y, 0, "here")
+    assert "class 'a' has 1" in str(err.value) and "np.str_" not in str(err.value)
+    with pytest.raises(DataError) as err:
+        _finish("n", list(X), np.array(["a", "a"]), list(X), y, "src")
+    assert "one class ('a')" in str(err.value) and "np.str_" not in str(err.value)

@@ -39,6 +39,7 @@ import math
 from abc import ABC, abstractmethod
 from numbers import Integral
 
+import numpy as np
 import torch
 
 from ._params import Parametrized
@@ -152,6 +153,14 @@ def _check_backend(value, name: str) -> None:
     check_option(value, name, ("auto", "numba", "torch"))
 
 
+def check_normalize(normalize) -> bool:
+    """``normalize`` as a bool: True or False (numpy's bool too); a ValueError otherwise (a
+    string such as 'yes' or 'no', a number: never read by its truth value)."""
+    if isinstance(normalize, (bool, np.bool_)):
+        return bool(normalize)
+    raise ValueError(f"`normalize` must be a bool (True or False), got {normalize!r}")
+
+
 class Kernel(Parametrized, ABC):
     """Abstract kernel on batches of multivariate time series.
 
@@ -242,9 +251,10 @@ class Kernel(Parametrized, ABC):
         scanned again: the path of callers that checked their input at their own public call,
         as ``novelty``'s detector does).
         """
+        normalize = check_normalize(normalize)
         k, Xb, Yb = self._prepare(X, Y)
         with k._threads():
-            return k._gram(Xb, Yb, bool(normalize) or k._normalized_kernel)
+            return k._gram(Xb, Yb, normalize or k._normalized_kernel)
 
     __call__ = gram
 

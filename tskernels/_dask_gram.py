@@ -36,7 +36,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from ._base import NonFiniteKernelError
+from ._base import NonFiniteKernelError, check_normalize
 
 __all__ = ["DEFAULT_TILE", "compute_gram", "gram_tiles"]
 
@@ -229,6 +229,7 @@ def gram_tiles(
     import dask
     import dask.array as da
 
+    normalize = check_normalize(normalize)
     _check_client(client)
     kernel, Xr, Yr, rows, cols, dtype = _plan(kernel, X, Y, tile)
     kref, xref, yref = _references(client, kernel, Xr, Yr)
@@ -343,6 +344,7 @@ def compute_gram(
     With ``Y=None`` only the tiles on and above the diagonal travel; the lower triangle is
     mirrored on the driver.
     """
+    normalize = check_normalize(normalize)
     _check_client(client)
     if max_in_flight is not None and (
         isinstance(max_in_flight, bool)

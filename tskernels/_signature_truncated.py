@@ -8,7 +8,7 @@ import math
 import numpy as np
 import torch
 
-from ._base import Kernel, mirror_upper_, normalize_gram_
+from ._base import Kernel, check_normalize, mirror_upper_, normalize_gram_
 from ._registry import KernelSpec, register
 from ._signature_pde import lifted_increments, lifted_increments_pairs
 from ._static import RBF, Linear, StaticKernel, check_optional_static
@@ -486,9 +486,10 @@ class TruncatedSignatureKernel(Kernel):
         (order 1: :math:`1 + P_1 + \cdots + P_k` or :math:`1 + P_k`); ``normalize=True``
         divides each level by sqrt(K(x, x) K(y, y)) of that level.
         """
+        normalize = check_normalize(normalize)
         k, Xb, Yb = self._prepare(X, Y)
         with k._threads():
-            return k._gram_levels(Xb, Yb, bool(normalize))
+            return k._gram_levels(Xb, Yb, normalize)
 
     def _gram_levels(self, Xb: SeriesBatch, Yb: SeriesBatch | None, normalize: bool):
         length = max(Xb.length, 0 if Yb is None else Yb.length)

@@ -112,11 +112,29 @@ def _pool(window: int):
 
 
 def clip(X, bound: float = 5.0):
-    """Clip every value to [-bound, bound]."""
+    """Clip every value to [-bound, bound] (``bound`` > 0)."""
     return _map(X, _clip(bound))
 
 
+def check_clip(bound, name: str = "bound", allow_none: bool = False):
+    """``bound`` as a float > 0 (inf allowed: no clipping), or None where ``allow_none``; a
+    ValueError otherwise (a bound <= 0 would make every series constant)."""
+    if bound is None and allow_none:
+        return None
+    ok = isinstance(bound, (int, float, np.integer, np.floating)) and not isinstance(
+        bound, (bool, np.bool_)
+    )
+    if not ok or not float(bound) > 0:  # NaN fails too
+        what = "a number > 0 or None" if allow_none else "a number > 0"
+        raise ValueError(
+            f"`{name}` must be {what} (values are clipped to [-{name}, {name}]; 0 or less "
+            f"would make every series constant), got {bound!r}"
+        )
+    return float(bound)
+
+
 def _clip(bound: float):
+    bound = check_clip(bound)
     return lambda a: np.clip(a, -bound, bound)
 
 
@@ -224,6 +242,7 @@ class Preprocessor(BaseEstimator, TransformerMixin):
         self.zscore = zscore
 
     def fit(self, X, y=None):
+        check_clip(self.clip, "clip", allow_none=True)
         X, equal = _as_series(X)
         longest = X.shape[1] if equal else max(x.shape[0] for x in X)
         self.window_ = pooling_window(longest, self.max_length)
@@ -238,6 +257,7 @@ class Preprocessor(BaseEstimator, TransformerMixin):
         check_is_fitted(self, "window_")
         X = _confirm_finite(_map(X, _pool(self.window_)))
         X = self.zscore_._transform(*_restack(X))
+        check_clip(self.clip, "clip", allow_none=True)
         steps = [_clip(self.clip)] if self.clip is not None else []
         steps += [_basepoint] if self.basepoint else []
         steps += [_time_channel] if self.time_channel else []
