@@ -56,8 +56,9 @@ def check_corpus_gram(K, name: str = "K", min_points: int = 2) -> torch.Tensor:
         raise ValueError(f"`{name}` is empty: the corpus needs at least {min_points} points")
     if N < min_points:
         raise ValueError(
-            f"`{name}` holds {N} corpus point{'s' if N != 1 else ''} (shape {tuple(t.shape)}); "
-            f"this novelty scorer needs at least {min_points} corpus points"
+            f"`{name}` holds {'a single corpus point' if N == 1 else f'{N} corpus points'} "
+            f"(shape {tuple(t.shape)}); this novelty scorer needs at least {min_points} corpus "
+            "points"
         )
     scale = float(t.abs().max())
     asym = float((t - t.T).abs().max())
