@@ -33,11 +33,13 @@ Methods (``METHODS``, selected with ``--methods``; the groups ``ours`` and ``pee
   false-alarm rate. Its k-NN queries only test series against a bootstrap sample of the
   corpus, so ``n_neighbors = min(5, N)`` for a corpus of N < 5 series (StandWalkJump: 4).
   ``rockad_mean5``: the same for seeds 0-4 (ROCKET's draws vary), its ROC-AUC and AP the means
-  of the five (each seed's figures in ``params``); fit and score seconds are the totals.
-* ``rockad_recipe``: ROCKAD's recipe written out with sktime's MiniRocket (multivariate, or
-  its variable-length version; ``random_state=seed``): features of the corpus standardised
-  (scikit-learn's ``StandardScaler`` fitted on the corpus), anomaly score = mean Euclidean
-  distance to the ``min(5, N)`` nearest corpus series (scikit-learn's ``NearestNeighbors``).
+  of the five (each seed's figures in ``params``; a seed whose scores are not finite is left
+  out of the mean and counted there); fit and score seconds are the totals.
+* ``rockad_recipe``: ROCKAD's recipe written out with sktime's MiniRocket (multivariate,
+  ``random_state=seed``; unequal lengths resampled as for ROCKAD): features of the corpus
+  standardised (scikit-learn's ``StandardScaler`` fitted on the corpus), anomaly score = mean
+  Euclidean distance to the ``min(5, N)`` nearest corpus series (scikit-learn's
+  ``NearestNeighbors``).
 * ``pyod_knn``, ``pyod_iforest``, ``pyod_lof``, ``pyod_ocsvm``, ``pyod_ecod``: PyOD with its
   defaults (``random_state=seed`` for IForest) on flattened series: average pooling with
   window ``1 + (T - 1) // 100`` when T > 100, z-score per (time step, channel) with the corpus's
@@ -586,10 +588,11 @@ def evaluate(method: Method, prob: Problem) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             det = method.build(prob.seed, n)
-            if method.family == "recipe":
-                det.fit(corpus)
+            if method.family == "recipe":  # unequal lengths resampled, as for ROCKAD
+                length = max(_lengths(corpus))
+                det.fit(to_length(corpus, length))
                 t1 = time.perf_counter()
-                score = det.predict(test)
+                score = det.predict(to_length(test, length))
                 t2 = time.perf_counter()
             elif method.family == "rockad":
                 length = max(_lengths(corpus))
@@ -611,10 +614,14 @@ def evaluate(method: Method, prob: Problem) -> dict:
                     pred = np.asarray(det.predict(Ft))
                 t2 = time.perf_counter()
                 far, nominal = float(np.mean(pred[normal] == 1)), float(det.contamination)
-    if isinstance(score, list):  # several seeds: mean of their figures
-        figures = [_auc_ap(prob.y, s) for s in score]
+    if isinstance(score, list):  # several seeds: mean of the figures of those that scored
+        finite = [s for s in score if np.isfinite(np.asarray(s, dtype=np.float64)).all()]
+        figures = [_auc_ap(prob.y, s) for s in (finite or score[:1])]  # none: raises
         auc, ap = (float(np.mean(v)) for v in zip(*figures))
-        params = {"auc_per_seed": [round(a, 6) for a, _ in figures]}
+        params = {
+            "auc_per_seed": [round(a, 6) for a, _ in figures],
+            "seeds_with_non_finite_scores": len(score) - len(finite),
+        }
     else:
         auc, ap = _auc_ap(prob.y, score)
         params = det.get_params(deep=False) if hasattr(det, "get_params") else {}

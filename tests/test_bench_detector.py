@@ -524,3 +524,28 @@ def test_test_subsample_with_a_singleton_class():
     _, counts = np.unique(y[idx], return_counts=True)
     assert counts.sum() == 40 and counts[0] == 20 and counts[1] == 12 and 7 <= counts[2] <= 8
     np.testing.assert_array_equal(idx, bd.subsample_test(y, 40, seed=0))
+
+
+def test_seed_mean_leaves_out_seeds_with_non_finite_scores():
+    class Seeds:
+        def fit(self, X):
+            return self
+
+        def predict(self, X):
+            good = np.r_[np.zeros(6), np.ones(6)]  # the obvious problem's labels: AUC 1
+            bad = good.copy()
+            bad[0] = np.nan
+            return [good, bad, 1.0 - good]  # AUCs 1, (left out), 0
+
+    m = bd.Method("seeds", "rockad", lambda seed, n: Seeds())
+    out = bd.evaluate(m, obvious_problem())
+    assert out["auc"] == 0.5
+    params = json.loads(out["params"])
+    assert params["auc_per_seed"] == "[1.0, 0.0]" and params["seeds_with_non_finite_scores"] == "1"
+
+    class AllBad(Seeds):
+        def predict(self, X):
+            return [np.full(12, np.nan)] * 2
+
+    with pytest.raises(FloatingPointError, match="non-finite"):
+        bd.evaluate(bd.Method("bad", "rockad", lambda seed, n: AllBad()), obvious_problem())
