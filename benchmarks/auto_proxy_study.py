@@ -76,26 +76,18 @@ def candidate_test_aucs(corpus, test, y) -> dict[str, float]:
 def selection_proxies(store, dataset: str, cls: str) -> dict | None:
     """The ours_auto selection table of one problem: member name -> (proxy, z), and the
     chosen option; None when the store has no such row."""
+    query = (
+        "SELECT params, auc FROM results WHERE dataset=? AND class=? AND method=? AND seed=0 "
+        "AND error IS NULL"
+    )
     con = sqlite3.connect(store)
     try:
-        row = con.execute(
-            "SELECT params, auc FROM results WHERE dataset=? AND class=? AND method='ours_auto' "
-            "AND seed=0 AND error IS NULL",
-            (dataset, cls),
-        ).fetchone()
+        row = con.execute(query, (dataset, cls, "ours_auto")).fetchone()
+        default = con.execute(query, (dataset, cls, "ours_default")).fetchone()
     finally:
         con.close()
     if row is None:
         return None
-    con = sqlite3.connect(store)
-    try:
-        default = con.execute(
-            "SELECT auc FROM results WHERE dataset=? AND class=? AND method='ours_default' "
-            "AND seed=0",
-            (dataset, cls),
-        ).fetchone()
-    finally:
-        con.close()
     table = json.loads(row[0]).get("selection")
     if table is None:
         return None
@@ -110,7 +102,7 @@ def selection_proxies(store, dataset: str, cls: str) -> dict | None:
             proxies[name] = (float(r["score"]), r.get("z"))
         if r.get("chosen"):
             chosen = name
-    default_auc = None if default is None else default[0]
+    default_auc = None if default is None else default[1]
     return {"proxies": proxies, "chosen": chosen, "auto_auc": row[1], "default_auc": default_auc}
 
 
