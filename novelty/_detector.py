@@ -271,6 +271,24 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         """Score distributions and flagged series on ``X``: :func:`novelty.plot_scores`."""
         return plot_scores(self, X, **kwargs)
 
+    def save(self, path):
+        """Write the fitted detector to one file at ``path`` (atomically), returns the path.
+
+        Format: :mod:`novelty._persistence` (joblib, with version and input-contract
+        metadata). Security: like every pickle-based format, only load files you trust."""
+        from ._persistence import save_detector
+
+        return save_detector(self, path)
+
+    @classmethod
+    def load(cls, path) -> KernelNoveltyDetector:
+        """The fitted detector saved at ``path`` by :meth:`save` (ValueError for a file that
+        is not one or is corrupt; UserWarning when another package version saved it).
+        Security: unpickling runs code named in the file: only load files you trust."""
+        from ._persistence import load_detector
+
+        return load_detector(path)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.missing == "interpolate"  # NaN gaps are filled

@@ -1,0 +1,203 @@
+"""Saving and loading a fitted detector (issue 22, item 2): novelty._persistence."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+import tskernels
+from novelty import KernelNoveltyDetector
+from novelty import _persistence as persistence
+
+
+def _walks(n, T=30, d=2, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, T, d)).cumsum(1)
+
+
+DETECTORS = {
+    "default": lambda: KernelNoveltyDetector(),
+    "auto": lambda: KernelNoveltyDetector(kernel="auto", random_state=0),
+    "flattened_knn": lambda: KernelNoveltyDetector(
+        kernel=tskernels.FlattenedKernel(tskernels.RBF(3.0)), scorer="knn"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return _walks(25)
+
+
+@pytest.fixture(scope="module")
+def new():
+    X = _walks(8, seed=1)
+    X[:3] += 4.0
+    return X
+
+
+@pytest.fixture(scope="module")
+def fitted(corpus):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return KernelNoveltyDetector(
+            kernel=tskernels.FlattenedKernel(tskernels.RBF(3.0)), scorer="knn"
+        ).fit(corpus)
+
+
+@pytest.fixture
+def saved(fitted, tmp_path):
+    return fitted.save(tmp_path / "det.joblib")
+
+
+@pytest.mark.parametrize("name", list(DETECTORS))
+def test_round_trip_gives_identical_scores(name, corpus, new, tmp_path):
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        det = DETECTORS[name]().fit(corpus)
+    if name == "auto" and time.perf_counter() - start > 40:
+        pytest.skip("kernel='auto' too slow on this machine")
+    path = tmp_path / "det.joblib"
+    assert det.save(path) == path
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # same package version: no warning
+        loaded = KernelNoveltyDetector.load(path)
+    assert isinstance(loaded, KernelNoveltyDetector)
+    assert loaded is not det
+    np.testing.assert_array_equal(loaded.score_samples(new), det.score_samples(new))
+    np.testing.assert_array_equal(loaded.p_values(new), det.p_values(new))
+    np.testing.assert_array_equal(loaded.predict(new), det.predict(new))
+    np.testing.assert_array_equal(loaded.calibration_scores_, det.calibration_scores_)
+    assert loaded.get_params().keys() == det.get_params().keys()
+
+
+def test_file_metadata_and_contract(fitted, saved):
+    payload = joblib.load(saved)
+    assert payload["format"] == "tskernels-detector"
+    assert payload["format_version"] == 1
+    assert payload["package_version"] == persistence.package_version()
+    assert isinstance(payload["python"], str) and isinstance(payload["created"], str)
+    # a flattened kernel needs the corpus length
+    assert payload["contract"] == {"n_channels": 2, "n_corpus": 25, "lengths": 30}
+    assert isinstance(payload["estimator"], KernelNoveltyDetector)
+
+
+def test_default_detector_accepts_any_length(corpus, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        det = KernelNoveltyDetector().fit(corpus)
+    payload = joblib.load(det.save(tmp_path / "d.joblib"))
+    assert payload["contract"]["lengths"] == "any"
+    det.score_samples(_walks(2, T=17, seed=3))  # what "any" promises
+
+
+def test_corrupt_file(tmp_path):
+    path = tmp_path / "garbage.joblib"
+    path.write_bytes(np.random.default_rng(0).bytes(4096))
+    with pytest.raises(ValueError, match="not a saved KernelNoveltyDetector or is corrupt") as e:
+        KernelNoveltyDetector.load(path)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_truncated_file(saved, tmp_path):
+    data = saved.read_bytes()
+    path = tmp_path / "half.joblib"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="not a saved KernelNoveltyDetector or is corrupt") as e:
+        KernelNoveltyDetector.load(path)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.joblib"
+    path.write_bytes(b"")
+    with pytest.raises(ValueError, match="is corrupt"):
+        KernelNoveltyDetector.load(path)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [{"a": 1}, [1, 2, 3], {"format": "tskernels-detector", "format_version": 1, "estimator": 3}],
+    ids=["plain_dict", "list", "no_detector"],
+)
+def test_file_of_another_format(obj, tmp_path):
+    path = tmp_path / "other.joblib"
+    joblib.dump(obj, path)
+    with pytest.raises(ValueError, match="not a saved KernelNoveltyDetector") as e:
+        KernelNoveltyDetector.load(path)
+    assert str(path) in str(e.value)
+
+
+def test_missing_file_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        KernelNoveltyDetector.load(tmp_path / "nope.joblib")
+
+
+def test_version_mismatch_warns(saved, new, fitted):
+    payload = joblib.load(saved)
+    payload["package_version"] = "0.0.0-old"
+    joblib.dump(payload, saved)
+    with pytest.warns(UserWarning, match="0.0.0-old") as record:
+        loaded = KernelNoveltyDetector.load(saved)
+    message = str(record[0].message)
+    assert persistence.package_version() in message and "may differ" in message
+    np.testing.assert_array_equal(loaded.score_samples(new), fitted.score_samples(new))
+
+
+def test_newer_format_version_is_refused(saved):
+    payload = joblib.load(saved)
+    payload["format_version"] = 2
+    joblib.dump(payload, saved)
+    with pytest.raises(ValueError, match="format_version 2, newer"):
+        KernelNoveltyDetector.load(saved)
+
+
+def test_unfitted_save_raises_not_fitted(tmp_path):
+    path = tmp_path / "unfitted.joblib"
+    with pytest.raises(NotFittedError):
+        KernelNoveltyDetector().save(path)
+    assert os.listdir(tmp_path) == []
+
+
+def test_interrupted_save_leaves_no_file(fitted, tmp_path, monkeypatch):
+    path = tmp_path / "det.joblib"
+
+    def broken_dump(value, f, *args, **kwargs):
+        f.write(b"partial")
+        raise KeyboardInterrupt("interrupted")
+
+    monkeypatch.setattr(persistence.joblib, "dump", broken_dump)
+    with pytest.raises(KeyboardInterrupt):
+        fitted.save(path)
+    assert os.listdir(tmp_path) == []  # neither path nor a temporary file
+
+
+def test_interrupted_save_keeps_the_previous_file(fitted, saved, new, monkeypatch):
+    before = saved.read_bytes()
+
+    def broken_dump(value, f, *args, **kwargs):
+        f.write(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(persistence.joblib, "dump", broken_dump)
+    with pytest.raises(OSError, match="disk full"):
+        fitted.save(saved)
+    assert saved.read_bytes() == before
+    assert os.listdir(saved.parent) == [saved.name]
+    monkeypatch.undo()
+    np.testing.assert_array_equal(
+        KernelNoveltyDetector.load(saved).score_samples(new), fitted.score_samples(new)
+    )
+
+
+def test_save_accepts_a_string_path_in_the_current_folder(fitted, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fitted.save("det.joblib")
+    assert os.listdir(tmp_path) == ["det.joblib"]
+    assert isinstance(KernelNoveltyDetector.load("det.joblib"), KernelNoveltyDetector)
