@@ -5,17 +5,19 @@ Owns: the Gram-level scorers (one contract, :class:`GramScorer`: ``fit(K)``,
 ranks) and their registry (:func:`scorer_registry`, name -> class, read by the detector, the
 experiments and the tests), the input boundary of the detector (``as_series_collection``),
 ``KernelNoveltyDetector`` with its default recipe, label-free selection (synthetic anomalies)
-and conformal calibration, the sktime adapters and the score plot. May import ``tskernels``
-and ``density`` (the SOSREP scorer uses its solver); never ``experiments``.
+and conformal calibration, the sktime and aeon adapters and the score plot. May import
+``tskernels`` and ``density`` (the SOSREP scorer uses its solver); never ``experiments``.
 
 Every public name is imported on first use (PEP 562: ``from novelty import X`` and
 ``novelty.X`` work as usual, ``dir(novelty)`` lists them), so ``import novelty`` imports
-neither scikit-learn nor sktime; the map ``_EXPORTS`` says which module holds each name.
+neither scikit-learn, sktime nor aeon; the map ``_EXPORTS`` says which module holds each
+name.
 """
 
 from importlib import import_module
 
 _EXPORTS = {
+    "AeonKernelNoveltyDetector": "_aeon",
     "KNNScorer": "_baselines",
     "MeanEmbeddingScorer": "_baselines",
     "OCSVMScorer": "_baselines",
@@ -46,6 +48,7 @@ _EXPORTS.update(
 
 __all__ = [
     "SCORERS",
+    "AeonKernelNoveltyDetector",
     "ConformanceScorer",
     "FeatureKNN",
     "FeatureMeanEmbedding",
