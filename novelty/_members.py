@@ -54,6 +54,7 @@ from tskernels.validation import all_finite, resolve_dtype
 from ._baselines import KNNScorer
 from ._gram_scorer import GramScorer
 from ._scorer_registry import scorer_name, scorer_registry
+from ._variance_norm import ConformanceScorer
 
 __all__ = [
     "SCORERS",
@@ -309,10 +310,15 @@ def first_occurrences(groups: np.ndarray) -> np.ndarray:
 
 
 def held_out_scores(
-    spec: MemberSpec, K: torch.Tensor, diag: torch.Tensor, groups: np.ndarray | None = None
+    spec: MemberSpec,
+    K: torch.Tensor,
+    diag: torch.Tensor,
+    groups: np.ndarray | None = None,
+    models: list | None = None,
 ) -> np.ndarray:
     """Novelty of every corpus series by a scorer fitted without it (see the module doc); with
-    duplicate ``groups`` (:func:`duplicate_groups`), without any of its copies either."""
+    duplicate ``groups`` (:func:`duplicate_groups`), without any of its copies either. A
+    ``models`` list receives each refit as (training rows, fitted scorer)."""
     n = K.shape[0]
     template = make_scorer(spec)
     if isinstance(template, KNNScorer) and n >= 2:
@@ -322,6 +328,8 @@ def held_out_scores(
         tr, te = torch.from_numpy(train), torch.from_numpy(test)
         scorer = clone(template).fit(K[tr][:, tr])
         out[test] = novelty(spec, scorer, K[te][:, tr], diag[te])
+        if models is not None:
+            models.append((tr, scorer))
     return out
 
 
@@ -449,7 +457,14 @@ class Member:
         elif getattr(self.kernel_, "needs_fit", False) and n >= 3:
             self.calibration_ = cross_fitted_scores(spec, Zk, groups)
         else:  # (two series: a kernel refitted on one would be degenerate)
-            self.calibration_ = held_out_scores(spec, K, diag, groups)
+            # the conformance score grows with the whitened dimension (one per series below
+            # max_rank): when the refits keep fewer components than the full fit, new series
+            # are scored, like the calibration, by the refits (mean of their scores)
+            models = [] if isinstance(self.scorer_, ConformanceScorer) else None
+            self.calibration_ = held_out_scores(spec, K, diag, groups, models)
+            ranks = [m.n_components_ for _, m in models or []]
+            if ranks and max(ranks) < self.scorer_.n_components_:
+                self.held_out_models_ = models
         if groups is not None and self.calibration_.size:
             self.calibration_ = self.calibration_[first_occurrences(groups)]
         return self
@@ -486,6 +501,9 @@ class Member:
 
     def novelty(self, X) -> np.ndarray:
         Kt, diag = self.grams(X)
+        models = getattr(self, "held_out_models_", None)
+        if models:  # as the calibration was scored (Member.fit)
+            return np.mean([novelty(self.spec, s, Kt[:, tr], diag) for tr, s in models], axis=0)
         return novelty(self.spec, self.scorer_, Kt, diag)
 
 
