@@ -59,3 +59,15 @@ def test_report_joins_proxies_with_test_aucs(tmp_path):
     assert "problems: 1 on 1 data sets" in text and "baseline: 1" in text
     assert "default 0.800, auto 0.810" in text
     assert aps.selection_proxies(store, "D", "zz") is None
+
+
+def test_members_by_data_set_ranks_the_default_against_its_members(tmp_path):
+    store = _store(tmp_path)  # default 0.8 on the one problem; rockad absent -> chance
+    out = tmp_path / "study.jsonl"
+    true = {"gak+knn": 0.95, "minirocket+knn": 0.7}  # no 5-NN member: GAK stands in
+    out.write_text(json.dumps({"dataset": "D", "class": "a", "test_auc": true}) + "\n")
+    text = aps.members_by_data_set(out, store)
+    assert "by data set (1): default 0.800 (rank 3.00), minirocket+knn 0.700 (rank 4.00)" in text
+    assert "minirocket+knn(k=5) 0.950 (rank 1.50), gak+knn 0.950 (rank 1.50)" in text
+    assert "rockad 0.500 (rank 5.00)" in text
+    assert text.endswith("W/T/L: 1/0/0")
