@@ -19,9 +19,9 @@ box" for the measurements behind it.
    paired difference (``alpha`` = ``SELECTION_ALPHA``, one-sided, Bonferroni over the
    :math:`m` alternatives), the standard error from ``n_boot`` bootstrap resamples of the
    held-out series (each with its own anomalies). A proxy that cannot tell the candidates
-   apart on this corpus therefore keeps the baseline: the selection is never worse than the
-   default recipe by more than the proxy's demonstrated noise, and departs from it only on
-   evidence.
+   apart on this corpus therefore keeps the baseline, and the selection departs from it only
+   on evidence (tested in tests/test_detector_auto.py; on the benchmark's confirmation half it
+   kept the default on 108 of 111 problems, docs/results_detector.md).
 
 Averaged members are put on one scale by the median and IQR of their held-out normal scores
 (as the detector does with calibration scores). Candidates are evaluated kernel by kernel in a
