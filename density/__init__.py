@@ -5,12 +5,29 @@ bandwidth selection and KDE. May import ``tskernels`` only (``novelty`` imports 
 SOSREP scorer).
 """
 
-from ._bandwidth import FisherEstimate, first_stable_minimum, fisher_objective, select_bandwidth
-from ._kde import KDE
-from ._kernels import Expansion, GaussianKernel, LaplacianKernel, VectorKernel
-from ._natural_gradient import FeatureGram, SOSREPSolution, sosrep_solve
-from ._sdo import SDOKernel, sdo_default_m, sdo_log_scale
-from ._sosrep import SOSREP
+from importlib import import_module
+
+# Every public name is imported on first use (PEP 562: ``from density import SOSREP`` and
+# ``density.SOSREP`` work as usual), so ``import density`` imports neither torch nor
+# scikit-learn; the map says which module holds each name.
+_EXPORTS = {
+    "FisherEstimate": "_bandwidth",
+    "first_stable_minimum": "_bandwidth",
+    "fisher_objective": "_bandwidth",
+    "select_bandwidth": "_bandwidth",
+    "KDE": "_kde",
+    "Expansion": "_kernels",
+    "GaussianKernel": "_kernels",
+    "LaplacianKernel": "_kernels",
+    "VectorKernel": "_kernels",
+    "FeatureGram": "_natural_gradient",
+    "SOSREPSolution": "_natural_gradient",
+    "sosrep_solve": "_natural_gradient",
+    "SDOKernel": "_sdo",
+    "sdo_default_m": "_sdo",
+    "sdo_log_scale": "_sdo",
+    "SOSREP": "_sosrep",
+}
 
 __all__ = [
     "Expansion",
@@ -30,3 +47,16 @@ __all__ = [
     "select_bandwidth",
     "sosrep_solve",
 ]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -22,7 +22,7 @@ _EXPORTS = {
     "MeanEmbeddingScorer": "_baselines",
     "OCSVMScorer": "_baselines",
     "score_in_partitions": "_dask_scoring",
-    "SCORERS": "_detector",
+    "SCORERS": "_members",
     "KernelNoveltyDetector": "_detector",
     "GramScorer": "_gram_scorer",
     "scorer_registry": "_scorer_registry",

@@ -35,11 +35,11 @@ from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._calibration import conformal_p_values, conformal_threshold, min_corpus_for
-from ._gram_scorer import GramScorer, validate_params
-from ._members import SCORERS, Member, MemberSpec, make_scorer, preprocess_mode, robust_scale
-from ._plot import plot_scores
 
-__all__ = ["KernelNoveltyDetector", "SCORERS"]
+# torch, tskernels and the members are imported on first use (in fit / scoring), so that
+# ``from novelty import KernelNoveltyDetector`` costs scikit-learn's import alone.
+
+__all__ = ["KernelNoveltyDetector"]
 
 #: ``kernel="auto"`` selects from this many normal series on; below, the default recipe.
 MIN_SELECTION = 3
@@ -178,6 +178,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         self.n_channels_ = _channels(Xs)
         self.n_corpus_ = n
         specs = self._member_specs(Xs, start)
+        from ._members import make_scorer, robust_scale
+
         for spec in specs:
             need = make_scorer(spec).min_corpus
             if n < need:
@@ -269,6 +271,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
     def plot_scores(self, X, **kwargs):
         """Score distributions and flagged series on ``X``: :func:`novelty.plot_scores`."""
+        from ._plot import plot_scores
+
         return plot_scores(self, X, **kwargs)
 
     def save(self, path):
@@ -317,8 +321,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return self.members_[0].preprocessor_
 
     # ------------------------------------------------------------------ internals
-    def _new_member(self, spec: MemberSpec, n: int):
+    def _new_member(self, spec, n: int):
         if self.approximation is None:
+            from ._members import Member
+
             return Member(spec)
         from ._approx_member import make_member
 
@@ -326,8 +332,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             spec, self.approximation, self.n_components, self.landmarks, self.random_state, n
         )
 
-    def _member_specs(self, Xs, start: float) -> list[MemberSpec]:
+    def _member_specs(self, Xs, start: float) -> list:
         from ._auto import default_members, select_members
+        from ._members import MemberSpec
 
         if self.approximation is not None and len(Xs) > self.n_components:
             # the selection compares exact Grams: on a seeded subsample of n_components series
@@ -436,6 +443,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return Xs[keep] if isinstance(Xs, np.ndarray) else [Xs[i] for i in keep]
 
     def _check_params(self) -> None:
+        from ._gram_scorer import GramScorer, validate_params
+        from ._members import SCORERS, MemberSpec, make_scorer, preprocess_mode
+
         named = isinstance(self.scorer, str) and self.scorer in SCORERS
         if not (named or _is_auto(self.scorer) or isinstance(self.scorer, GramScorer)):
             raise ValueError(
