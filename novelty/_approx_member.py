@@ -159,6 +159,7 @@ class ApproximateMember(Member):
         self.scorer_ = make_feature_scorer(spec, N if auto else None).fit(Phi, diag)
         self.calibration_indices_ = H
         self.calibration_ = self._held_out(Phi, diag, H, auto)
+        self.update_state_ = {"raw": X}  # update(X_new, refit=True) refits on the union
         return self
 
     def _held_out(self, Phi, diag, H: np.ndarray, auto: bool) -> np.ndarray:

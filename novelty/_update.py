@@ -1,0 +1,423 @@
+r"""``KernelNoveltyDetector.update(X_new)``: add confirmed-normal series to the corpus without a
+refit.
+
+Let :math:`A` be the corpus of the fit (:math:`N` series) and :math:`B` the new series
+(:math:`m` of them), read and checked as ``fit`` reads its input (same channels, the
+detector's ``missing`` rule). ``update(B)`` turns the fitted detector into one whose corpus is
+:math:`A \cup B` (in that order).
+
+**What stays frozen** (``refit=False``, the default): everything fitted on :math:`A` other than
+the scorer, namely the pre-processing statistics (pooling window, z-score means and standard
+deviations), the kernels' corpus-fitted parameters (GAK's median-heuristic bandwidth, the
+random convolutions' biases and power transform), the members and their hyper-parameters (a
+selection of ``kernel="auto"`` is not rerun). Each member then:
+
+- computes the kernel values of the new series against the corpus and among themselves,
+  :math:`K_{BA}` (:math:`m \times N`) and :math:`K_{BB}` (:math:`m \times m`): :math:`O(mN)`
+  kernel evaluations, never the :math:`N \times N` Gram again;
+- **kNN scorer**: appends the rows. Its fit kept, per corpus series, the :math:`k`
+  (``n_neighbors``) smallest squared feature-space distances to the series outside its
+  duplicate group (an :math:`N \times k` array); the union's are those merged with the new
+  distances, so the leave-one-out scores of every series of :math:`A \cup B` are exact
+  (:func:`~novelty._members._knn_leave_one_out` on the union Gram) at :math:`O(mNk)` cost;
+- **other Gram scorers** (conformance, Mahalanobis, SSE, SOS-rep, mean embedding, OC-SVM):
+  the fit kept the corpus Gram :math:`K_{AA}` (the :math:`N \times N` float64 matrix the fit
+  builds anyway); the union Gram :math:`\begin{pmatrix}K_{AA} & K_{BA}^\top\\ K_{BA} &
+  K_{BB}\end{pmatrix}` is assembled and the scorer refitted on it, with its held-out refits
+  (:func:`~novelty._members.held_out_scores`). This is exact; no rank-one update of the
+  eigendecompositions is attempted, since the held-out refits need the whole Gram anyway.
+
+So a member is, after the update, **exactly** the member a fit on :math:`A \cup B` gives when
+its pre-processing and kernel are fixed to those fitted on :math:`A` (tested to 1e-10 against
+that fit), except for the calibration of cross-fitted members below.
+
+**Calibration** (what is exchangeable with what). The conformal guarantee needs the held-out
+score of a new normal series :math:`x` to be exchangeable with the calibration scores.
+
+- *Plain members* (kernel fitted on no data, or GAK's bandwidth; pre-processing as fitted): the
+  held-out scores of every distinct series of :math:`A \cup B` are recomputed against the
+  union (kNN: leave-one-out, each series against the other :math:`N + m - 1`; other scorers:
+  leave-one-out refits up to ``LOO_MAX`` distinct series, else ``CALIBRATION_FOLDS`` folds of
+  the union). Given the frozen parameters, :math:`x` scored against :math:`A \cup B` is
+  exchangeable with the series of :math:`A \cup B` held out of it, exactly as after a fit on
+  :math:`A \cup B` (the series of :math:`B` did not even enter the frozen statistics; those of
+  :math:`A` did, the same approximation as in ``fit``). For the kNN scorer a held-out score
+  that does not see :math:`x` is never below its full-conformal counterpart (a larger
+  reference set only brings neighbours closer), so the leave-one-out errs on the safe side.
+- *Cross-fitted members* (``needs_fit`` kernels, the MiniRocket features of the default
+  recipe, fitted on at least 3 distinct series): the frozen feature map :math:`\phi_A` was
+  learned on :math:`A`, so a series of :math:`A` held out of the scorer alone would be
+  optimistic. The held-out scores of :math:`A` are **kept** (each computed by a kernel and
+  scorer refitted without its fold, against the rest of :math:`A`); every new distinct
+  series gets its score under :math:`\phi_A` against :math:`A \cup B` without it (kNN:
+  leave-one-out; other scorers: the scorer refitted on the union without its fold, the folds
+  of the new distinct series: leave-one-out up to ``LOO_MAX`` of them, else
+  ``CALIBRATION_FOLDS`` folds). Conditionally on :math:`A`, :math:`\phi_A` is fixed and the
+  new series and :math:`x` are i.i.d., scored alike against the union: exchangeable (kNN:
+  conservatively, as above). The kept scores of :math:`A` were computed against a smaller
+  reference set (:math:`A` minus a fold instead of :math:`A \cup B`) by models fitted on fewer
+  series, so they are, if anything, larger than :math:`x`'s score: conservative, as the
+  cross-fitted calibration of ``fit`` is. With many more new series than corpus series this
+  conservatism grows; ``refit=True`` removes it.
+- A member whose kernel needs a fit but was fitted on fewer than 3 distinct series (no
+  cross-fitting at fit) is updated as a plain member, as ``fit`` treats it.
+
+**Exact duplicates.** Groups are those of the union (:func:`~novelty._members.duplicate_groups`
+of :math:`A \cup B`, numbered by first occurrence, so :math:`A`'s numbering is kept): a new
+series that copies a corpus series joins its group (held out with it; no calibration score of
+its own), copies among the new series form new groups. ``duplicate_groups_`` becomes the
+union's (None when every series is distinct).
+
+**The detector afterwards**: ``n_corpus_`` :math:`= N + m`; each member's ``calibration_`` has
+one score per distinct series of the union in order of first occurrence; ``scales_`` (several
+members) are recomputed from the updated calibrations (:func:`~novelty._members.robust_scale`),
+``calibration_scores_`` is their combination as in ``fit``, ``threshold_`` the conformal
+threshold of those at ``contamination`` and ``offset_ = -threshold_``.
+
+``refit=True`` is ``fit`` on :math:`A \cup B` (every statistic, kernel, selection and
+calibration refitted): the same detector as ``fit`` on the union, at the cost of a fit.
+
+**Approximate members** (``approximation=`` with more corpus series than ``n_components``)
+keep a feature map whose landmarks and calibration set are drawn from the corpus; they are not
+updated without a refit (``NotImplementedError``; use ``refit=True``). A detector fitted with
+``approximation`` on at most ``n_components`` series has exact members, which are updated
+as above and stay exact even when the union exceeds ``n_components``.
+
+State kept by the fit for this (``Member.update_state_``, :func:`fit_state`): the checked raw
+corpus (for ``refit=True`` and the duplicate groups; the pre-processed corpus ``corpus_`` is
+kept anyway), and the kNN distances (:math:`N \times k`) or the corpus Gram
+(:math:`N \times N`, non-kNN scorers). It is saved with the detector.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import torch
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
+
+from ._baselines import KNNScorer
+from ._calibration import conformal_threshold, min_corpus_for
+from ._gram_scorer import validate_params
+from ._members import (
+    CALIBRATION_FOLDS,
+    LOO_MAX,
+    Member,
+    duplicate_groups,
+    first_occurrences,
+    held_out_scores,
+    kernel_input,
+    make_scorer,
+    novelty,
+    robust_scale,
+)
+from ._variance_norm import ConformanceScorer
+
+__all__ = ["fit_state", "update_detector"]
+
+
+# ------------------------------------------------------------------ state kept by the fit
+def fit_state(member: Member, X, K: torch.Tensor) -> dict:
+    """What ``update`` needs of a member fitted on the checked collection ``X`` with corpus
+    Gram ``K`` (called at the end of ``Member.fit``, once ``duplicate_groups_`` and
+    ``calibration_`` are set): ``{"raw": X, "cross_fitted": bool}`` plus ``"nearest_d2"``
+    (kNN plain members: per corpus series the ``min(n_neighbors, N)`` smallest squared
+    feature-space distances to the series outside its duplicate group, ascending, +inf where
+    fewer) or ``"gram"`` (non-kNN scorers: ``K`` itself, no copy)."""
+    state = {"raw": X, "cross_fitted": _cross_fitted(member)}
+    template = make_scorer(member.spec)
+    if not isinstance(template, KNNScorer):
+        state["gram"] = K
+    elif not state["cross_fitted"]:
+        diag = torch.diagonal(K).clone()
+        groups = _group_tensor(member.duplicate_groups_, K.shape[0], K.device)
+        d2 = _squared_distances(K, diag, diag, float(diag.abs().max()) + 1.0)
+        d2 = d2.masked_fill(groups[:, None] == groups[None, :], math.inf)
+        k = min(int(template.n_neighbors), K.shape[0])
+        state["nearest_d2"] = torch.topk(d2, k, dim=1, largest=False).values
+    return state
+
+
+def _cross_fitted(member: Member) -> bool:
+    """Whether ``Member.fit`` cross-fitted the calibration (its rule: a ``needs_fit`` kernel
+    and at least 3 distinct corpus series)."""
+    return bool(getattr(member.kernel_, "needs_fit", False)) and _n_distinct(member) >= 3
+
+
+def _n_distinct(member: Member) -> int:
+    groups = member.duplicate_groups_
+    return len(_raw(member)) if groups is None else int(groups.max()) + 1
+
+
+def _raw(member):
+    return member.update_state_["raw"] if hasattr(member, "update_state_") else member.corpus_
+
+
+# ------------------------------------------------------------------ the detector
+def update_detector(det, X_new, refit: bool = False):
+    """``det.update(X_new, refit)`` (module docstring); returns ``det``."""
+    check_is_fitted(det, "members_")
+    if not isinstance(refit, (bool, np.bool_)):
+        raise ValueError(f"`refit` must be a bool (True or False), got {refit!r}")
+    try:
+        empty = len(X_new) == 0
+    except TypeError:
+        empty = False
+    if empty:
+        raise ValueError("`X_new` is empty: update needs at least one new normal series")
+    Xs = det._series(X_new, reset=False)
+    d = Xs.shape[2] if isinstance(Xs, np.ndarray) else Xs[0].shape[1]
+    if d != det.n_channels_:
+        raise ValueError(
+            f"channel mismatch: the detector was fitted on series with d={det.n_channels_} "
+            f"channels, X_new has d={d}"
+        )
+    states = [getattr(m, "update_state_", None) for m in det.members_]
+    if refit:
+        if states[0] is None:
+            raise ValueError(
+                "this detector keeps no corpus (fitted by a version without update): fit it "
+                "on the union of its corpus and X_new instead"
+            )
+        raw = concat_series(states[0]["raw"], Xs)
+        n_features = getattr(det, "n_features_in_", None)
+        det.fit(raw)
+        if n_features is not None:  # fitted on 2-D (n, T) input: scored the same way
+            det.n_features_in_ = n_features
+        return det
+
+    from ._approx_member import ApproximateMember
+
+    for m in det.members_:
+        if isinstance(m, ApproximateMember):
+            raise NotImplementedError(
+                f"update(refit=False) is not available for the approximate member "
+                f"{m.spec.label()!r} (approximation={m.approximation!r} on "
+                f"{len(m.corpus_)} > n_components={m.n_components} series): its landmarks and "
+                "calibration set are drawn from the corpus, so new series cannot join it "
+                "exactly; use update(X_new, refit=True)"
+            )
+    if any(s is None for s in states):
+        raise ValueError(
+            "this detector keeps no update state (fitted by a version without update): refit "
+            "it on the union of its corpus and X_new, or use a detector fitted by this version"
+        )
+    raw = concat_series(states[0]["raw"], Xs)
+    groups = duplicate_groups(raw)
+    for m in det.members_:
+        _update_member(m, Xs, raw, groups)
+    det.n_corpus_ = len(raw)
+    _recalibrate(det)
+    return det
+
+
+def _recalibrate(det) -> None:
+    """``scales_``, ``calibration_scores_``, ``threshold_`` and ``offset_`` from the members'
+    calibration scores, as ``fit`` sets them (with its warnings when nothing can be flagged)."""
+    members = det.members_
+    det.scales_ = [robust_scale(m.calibration_) for m in members] if len(members) > 1 else None
+    cal = det._combine([m.calibration_ for m in members])
+    if np.isnan(cal).any():
+        raise ValueError("held-out novelty scores of the corpus are NaN: the scorer failed")
+    det.calibration_scores_ = cal
+    threshold = conformal_threshold(cal, det.contamination) if cal.size else math.inf
+    if math.isinf(threshold) and threshold > 0:
+        n_inf = int(np.isposinf(cal).sum())
+        if n_inf and cal.size >= min_corpus_for(det.contamination):
+            why = (
+                f"{n_inf} of {cal.size} held-out novelty scores of the corpus are +inf (the "
+                "kernel underflows)"
+            )
+        else:
+            why = (
+                f"{cal.size} distinct corpus series are too few (conformal p-values are at "
+                f"least 1/(n+1)); use at least {min_corpus_for(det.contamination)}"
+            )
+        warnings.warn(
+            f"after update: {why}, so no series can be flagged at contamination="
+            f"{det.contamination}",
+            UserWarning,
+            stacklevel=4,  # the caller of KernelNoveltyDetector.update
+        )
+    det.threshold_ = threshold
+    det.offset_ = -threshold
+
+
+# ------------------------------------------------------------------ one member
+def _update_member(m: Member, Xs, raw, groups: np.ndarray | None) -> None:
+    """Add the checked new series ``Xs`` to the exact member ``m``; ``raw`` is the checked raw
+    union and ``groups`` its duplicate groups."""
+    spec, state = m.spec, m.update_state_
+    N, n_new = len(state["raw"]), len(Xs)
+    n_groups_old = _n_distinct(m)
+    Znew = m._prepare(Xs, {})  # the frozen pre-processing
+    Zk_new = m._kernel_input(m.kernel_, Znew)
+    corpus = kernel_input(m.kernel_, m.corpus_)  # confirmed finite at fit
+    K_ba = m.kernel_.gram(Zk_new, corpus, normalize=spec.normalize)
+    K_bb = m.kernel_.gram(Zk_new, normalize=spec.normalize)
+    diag_new = torch.diagonal(K_bb).clone()
+    g = _group_tensor(groups, N + n_new, K_ba.device)
+    n_distinct = int(g.max()) + 1
+    auto = spec.name != ""  # as Member.fit: members of the recipe / selection adapt to N
+    template = make_scorer(spec)
+    if isinstance(template, KNNScorer):
+        diag_old = m.scorer_.corpus_diag_
+        diag = torch.cat([diag_old, diag_new])
+        scale = float(diag.abs().max()) + 1.0
+        d2_ba = _squared_distances(K_ba, diag_new, diag_old, scale)
+        d2_bb = _squared_distances(K_bb, diag_new, diag_new, scale)
+        d2_ba = d2_ba.masked_fill(g[N:, None] == g[None, :N], math.inf)
+        d2_bb = d2_bb.masked_fill(g[N:, None] == g[None, N:], math.inf)
+        k = min(int(template.n_neighbors), N + n_new)
+        rows_new = torch.topk(torch.cat([d2_ba, d2_bb], dim=1), k, dim=1, largest=False).values
+        m.scorer_ = _knn_scorer(spec, diag, m.scorer_._device, N + n_new if auto else None)
+        if state["cross_fitted"]:
+            new_scores = _knn_scores(template, rows_new, g[N:], g, N + n_new)
+            calibration = _append_new_units(m.calibration_, new_scores, g[N:], n_groups_old)
+        else:
+            old = torch.cat([state["nearest_d2"], d2_ba.T], dim=1)
+            rows_old = torch.topk(old, k, dim=1, largest=False).values
+            nearest = torch.cat([rows_old, rows_new])
+            state["nearest_d2"] = nearest
+            scores = _knn_scores(template, nearest, g, g, N + n_new)
+            calibration = _first_units(scores, groups)
+    else:
+        K = _union_gram(state["gram"], K_ba, K_bb)
+        diag = torch.diagonal(K).clone()
+        m.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
+        state["gram"] = K
+        if state["cross_fitted"]:
+            new_scores = _new_unit_scores(spec, K, diag, g, N)
+            calibration = _append_new_units(m.calibration_, new_scores, g[N:], n_groups_old)
+        elif n_distinct > 1:
+            calibration = _plain_scores(m, K, diag, groups)
+    if n_distinct == 1:  # nothing to hold out (as Member.fit)
+        calibration = np.empty(0)
+    m.calibration_ = calibration
+    m.duplicate_groups_ = groups
+    m.corpus_ = concat_series(m.corpus_, Znew)
+    state["raw"] = raw
+
+
+def _plain_scores(m: Member, K, diag, groups) -> np.ndarray:
+    """Held-out scores of the union by scorer refits, as ``Member.fit`` computes them (the
+    conformance scorer's held-out models kept when they keep fewer components)."""
+    models = [] if isinstance(m.scorer_, ConformanceScorer) else None
+    cal = held_out_scores(m.spec, K, diag, groups, models)
+    ranks = [s.n_components_ for _, s in models or []]
+    if ranks and max(ranks) < m.scorer_.n_components_:
+        m.held_out_models_ = models
+    elif hasattr(m, "held_out_models_"):
+        del m.held_out_models_
+    return _first_units(cal, groups)
+
+
+def _new_unit_scores(spec, K, diag, g: torch.Tensor, N: int) -> np.ndarray:
+    """Held-out scores of the new rows (``N:``) of the union Gram ``K``: the scorer refitted
+    on the union without each fold of the new distinct series (the groups that start among
+    the new rows; rows copying a corpus series are left out with their group and get no
+    score). Folds: leave-one-out up to ``LOO_MAX`` new units, else ``CALIBRATION_FOLDS``
+    seeded folds. Array (n_new,), NaN on the rows that get no score."""
+    groups = g.cpu().numpy()
+    first_new = int(groups[:N].max()) + 1
+    units = np.arange(first_new, int(groups.max()) + 1)
+    out = np.full(K.shape[0], np.nan)
+    if units.size <= LOO_MAX:
+        folds = [units[i : i + 1] for i in range(units.size)]
+    else:
+        perm = np.random.default_rng(0).permutation(units.size)
+        folds = [units[f] for f in np.array_split(perm, CALIBRATION_FOLDS)]
+    template = make_scorer(spec)
+    for fold in folds:
+        test = np.flatnonzero(np.isin(groups, fold))
+        train = np.setdiff1d(np.arange(K.shape[0]), test)
+        tr, te = torch.from_numpy(train), torch.from_numpy(test)
+        scorer = clone(template).fit(K[tr][:, tr])
+        out[test] = novelty(spec, scorer, K[te][:, tr], diag[te])
+    return out[N:]
+
+
+def _append_new_units(old_cal: np.ndarray, new_scores, g_new: torch.Tensor, n_groups_old: int):
+    """The kept calibration of the corpus, then the scores of the new distinct series (the
+    first row of each group that starts among the new rows)."""
+    g_new = g_new.cpu().numpy()
+    groups, rows = np.unique(g_new, return_index=True)
+    rows = rows[groups >= n_groups_old]
+    return np.concatenate([old_cal, np.asarray(new_scores)[rows]])
+
+
+def _first_units(scores: np.ndarray, groups) -> np.ndarray:
+    return scores if groups is None else scores[first_occurrences(groups)]
+
+
+def _knn_scores(template: KNNScorer, nearest, g_rows, g, n: int) -> np.ndarray:
+    """kNN held-out scores of the rows with groups ``g_rows`` from their ascending squared
+    distances ``nearest`` to the series outside their group (``g``: the groups of all ``n``
+    series): k lowered to the series available (as
+    :func:`~novelty._members._knn_leave_group_out`)."""
+    available = n - torch.bincount(g, minlength=int(g.max()) + 1)[g_rows]
+    k_row = available.clamp(min=1, max=int(template.n_neighbors))
+    dist = nearest[:, : int(k_row.max())].sqrt()
+    if template.aggregate == "kth":
+        out = dist.gather(1, (k_row - 1)[:, None])[:, 0]
+    else:
+        cols = torch.arange(dist.shape[1], device=dist.device)
+        inside = cols[None, :] < k_row[:, None]
+        zero = torch.zeros((), dtype=dist.dtype, device=dist.device)
+        out = torch.where(inside, dist, zero).sum(dim=1) / k_row.to(dist.dtype)
+    return out.cpu().numpy()
+
+
+def _knn_scorer(spec, diag: torch.Tensor, device, n_auto: int | None) -> KNNScorer:
+    """A fitted kNN scorer on a corpus with kernel diagonal ``diag`` (``KNNScorer.fit`` keeps
+    nothing else of the Gram), set without forming the Gram."""
+    scorer = make_scorer(spec, n_auto)
+    validate_params(scorer)
+    scorer._check_neighbors(diag.shape[0])
+    scorer.corpus_diag_ = diag
+    scorer._device = device
+    scorer.n_corpus_ = int(diag.shape[0])
+    return scorer
+
+
+def _squared_distances(K, diag_rows, diag_cols, scale: float) -> torch.Tensor:
+    r""":math:`k(x,x) + k(y,y) - 2k(x,y)`, clamped at 0 after the check of
+    :func:`~novelty._members._knn_leave_one_out` (clearly negative: not PSD)."""
+    d2 = diag_rows[:, None] + diag_cols[None, :] - 2.0 * K
+    if bool((d2 < -1e-8 * scale).any()):
+        raise ValueError(
+            f"negative squared feature-space distance {float(d2.min()):.3g} in the corpus: the "
+            "kernel is not positive semi-definite"
+        )
+    return d2.clamp_min(0.0)
+
+
+def _union_gram(K_aa, K_ba, K_bb) -> torch.Tensor:
+    N, n = K_aa.shape[0], K_bb.shape[0]
+    K = K_aa.new_empty((N + n, N + n))
+    K[:N, :N] = K_aa
+    K[N:, :N] = K_ba
+    K[:N, N:] = K_ba.T
+    K[N:, N:] = K_bb
+    return K
+
+
+def _group_tensor(groups, n: int, device) -> torch.Tensor:
+    if groups is None:
+        return torch.arange(n, device=device)
+    return torch.as_tensor(np.asarray(groups), dtype=torch.long, device=device)
+
+
+def concat_series(A, B):
+    """The checked collections ``A`` then ``B`` as one: an (n, T, d) array when every series
+    has the same length, else a list of (T_i, d) arrays (the rule of
+    :func:`novelty.as_series_collection` and of the pre-processing)."""
+    if isinstance(A, np.ndarray) and isinstance(B, np.ndarray) and A.shape[1:] == B.shape[1:]:
+        return np.concatenate([A, B])
+    series = list(A) + list(B)
+    if len({x.shape for x in series}) == 1:
+        return np.stack(series)
+    return series
