@@ -18,9 +18,10 @@ exchangeable units are the distinct normal series; :mod:`novelty._members`, "Exa
 duplicates").
 ``decision_function = score_samples - offset_`` is negative exactly where ``predict`` is -1.
 
-Input: an array (n, T, d), a list of (T_i, d) arrays, any sktime Panel container, tslearn's
-NaN-padded arrays, or a 2-D array (n, T) read as n univariate series
-(:func:`novelty.as_series_collection`).
+Input: an array (n, T, d), a list of (T_i, d) arrays, any sktime Panel container or tslearn's
+NaN-padded arrays (:func:`novelty.as_series_collection`). A 2-D array is ambiguous (one
+recording (T, d), or n univariate series (n, T)), so it is an error naming both readings unless
+``layout`` says which.
 """
 
 from __future__ import annotations
@@ -101,6 +102,16 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         (:func:`novelty._missing.interpolate_missing`); a channel that is NaN at every step of
         a series is an error. "error": NaN inside a series is an error. Either way trailing
         all-NaN rows of an array are padding of unequal lengths (tslearn), and Inf is an error.
+    layout : None (default), "univariate" or "single": how a 2-D numpy array X is read, in
+        ``fit`` and in scoring. None: a 2-D array is an error that says how to pass it (``X[None]``
+        for one recording of T steps and d channels, ``X[..., None]`` for n univariate series),
+        since reading it either way silently could be wrong. "univariate": rows are univariate
+        series, (n, T) -> (n, T, 1) (scikit-learn's (n_samples, n_features) reading: set it for
+        scikit-learn tools that pass 2-D arrays). "single": X is one recording (T, d) ->
+        (1, T, d). Arrays of 3 dimensions, lists and containers are read as they are.
+    verbose : bool or int, default False. True (or >= 1): a progress bar on stderr (tqdm)
+        during ``fit`` (members, calibration refits, selection folds, with an ETA) and
+        scoring (members).
 
     Attributes
     ----------
@@ -148,6 +159,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         n_components: int = 1000,
         landmarks: str = "uniform",
         missing: str = "interpolate",
+        layout: str | None = None,
+        verbose: bool | int = False,
     ):
         self.kernel = kernel
         self.scorer = scorer
@@ -164,10 +177,18 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         self.n_components = n_components
         self.landmarks = landmarks
         self.missing = missing
+        self.layout = layout
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ sklearn API
     def fit(self, X, y=None) -> KernelNoveltyDetector:
         """Fit on normal series: all of X, or those with ``y == normal_label`` if that is set."""
+        from ._progress import progress
+
+        with progress(self.verbose, "fit"):
+            return self._fit(X, y)
+
+    def _fit(self, X, y) -> KernelNoveltyDetector:
         start = time.perf_counter()
         self._check_params()
         Xs = self._series(X, reset=True)
@@ -178,8 +199,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         self.n_channels_ = _channels(Xs)
         self.n_corpus_ = n
         specs = self._member_specs(Xs, start)
-        from ._members import make_scorer, robust_scale
+        from ._members import make_scorer, planned_steps, robust_scale
+        from ._progress import plan
 
+        plan(sum(planned_steps(spec, n) for spec in specs))
         for spec in specs:
             need = make_scorer(spec).min_corpus
             if n < need:
@@ -269,11 +292,37 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             return np.ones_like(novelty)
         return conformal_p_values(self.calibration_scores_, novelty)
 
+    def update(self, X_new, refit: bool = False) -> KernelNoveltyDetector:
+        """Add confirmed-normal series ``X_new`` (read as ``fit`` reads X) to the corpus;
+        returns self. ``refit=False``: what was fitted on the corpus stays frozen
+        (pre-processing, kernel parameters, members); kNN members append the new rows
+        (O(n_new N) kernel evaluations), other scorers are refitted on the stored Gram, and
+        the calibration is updated so that the conformal guarantee holds. ``refit=True``:
+        ``fit`` on the union. What is exchangeable with what: :mod:`novelty._update`."""
+        from ._update import update_detector
+
+        return update_detector(self, X_new, refit=refit)
+
     def plot_scores(self, X, **kwargs):
         """Score distributions and flagged series on ``X``: :func:`novelty.plot_scores`."""
         from ._plot import plot_scores
 
         return plot_scores(self, X, **kwargs)
+
+    def explain(self, X, **kwargs):
+        """Per channel and per time step, how much each part of each series raises its novelty
+        (occlusion: the drop when the part is replaced by the corpus's typical values): an
+        :class:`novelty.Explanation`; options and formulas in :func:`novelty._explain.explain`."""
+        from ._explain import explain
+
+        return explain(self, X, **kwargs)
+
+    def plot_explanation(self, X, i: int = 0, **kwargs):
+        """Series ``i`` of ``X`` with its channel ranking and time attribution:
+        :func:`novelty.plot_explanation`."""
+        from ._explain import plot_explanation
+
+        return plot_explanation(self, X, i, **kwargs)
 
     def save(self, path):
         """Write the fitted detector to one file at ``path`` (atomically), returns the path.
@@ -292,6 +341,12 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         from ._persistence import load_detector
 
         return load_detector(path)
+
+    def __setstate__(self, state):
+        # a detector pickled before a parameter existed gets that parameter's default
+        super().__setstate__(state)
+        for name, default in (("layout", None), ("verbose", False)):
+            self.__dict__.setdefault(name, default)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -413,7 +468,15 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"channel mismatch: the detector was fitted on series with d={self.n_channels_} "
                 f"channels, got d={d}" + (f"; {hint}" if hint else "")
             )
-        return self._combine([m.novelty(Xs) for m in self.members_])
+        from ._progress import plan, progress, step
+
+        with progress(self.verbose, "score"):
+            plan(len(self.members_))
+            scores = []
+            for m in self.members_:
+                scores.append(m.novelty(Xs))
+                step(m.spec.label())
+        return self._combine(scores)
 
     def _normal_rows(self, Xs, y):
         if y is None:
@@ -493,6 +556,13 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             raise ValueError(f"`random_state` must be an integer, got {self.random_state!r}")
         if not (isinstance(self.missing, str) and self.missing in ("interpolate", "error")):
             raise ValueError(f'`missing` must be "interpolate" or "error", got {self.missing!r}')
+        v = self.verbose
+        if not isinstance(v, (bool, np.bool_, Integral)) or v < 0:
+            raise ValueError(f"`verbose` must be a bool or an integer >= 0, got {v!r}")
+        if self.layout not in (None, "univariate", "single"):
+            raise ValueError(
+                f'`layout` must be None, "univariate" or "single", got {self.layout!r}'
+            )
 
     def _series(self, X, reset: bool):
         """numpy (n, T, d) array or list of (T_i, d) arrays, validated: the one check of the
@@ -500,6 +570,17 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         checked, :mod:`novelty._members`). NaN gaps are filled or refused by ``missing``."""
         from ._layouts import as_series_collection
 
+        if hasattr(X, "ndim") and X.ndim == 2 and not hasattr(X, "columns"):
+            if self.layout is None:
+                a, b = X.shape
+                raise ValueError(
+                    f"X is a 2-D array of shape ({a}, {b}), which reads two ways: pass one "
+                    f"recording of {a} steps and {b} channels as X[None] (shape (1, {a}, {b})), "
+                    f"or {a} univariate series of {b} steps as X[..., None] (shape ({a}, {b}, "
+                    '1)); or say which with layout="single" or layout="univariate"'
+                )
+            if self.layout == "single":
+                return as_series_collection(np.asarray(X)[None], missing=self.missing)
         if hasattr(X, "ndim") and X.ndim <= 2 and not hasattr(X, "columns"):
             # 2-D (n, T): univariate series, validated the scikit-learn way
             if self.missing != "interpolate":

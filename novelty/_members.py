@@ -53,6 +53,7 @@ from tskernels.validation import all_finite, resolve_dtype
 
 from ._baselines import KNNScorer
 from ._gram_scorer import GramScorer
+from ._progress import step
 from ._scorer_registry import scorer_name, scorer_registry
 from ._variance_norm import ConformanceScorer
 
@@ -156,6 +157,18 @@ def make_scorer(spec: MemberSpec, n_corpus: int | None = None) -> GramScorer:
         if not isinstance(k, bool) and isinstance(k, (int, np.integer)) and k > n_corpus:
             scorer.set_params(n_neighbors=n_corpus)
     return scorer
+
+
+def planned_steps(spec: MemberSpec, n: int) -> int:
+    """Progress steps of fitting ``spec`` on ``n`` series (:mod:`novelty._progress`): the
+    kernel and its Gram, then one per calibration refit (none for kNN's exact leave-one-out)."""
+    if n <= 1:
+        return 1
+    if getattr(spec.kernel, "needs_fit", False) and n >= 3:
+        return 1 + (n if n <= CROSS_FIT_LOO_MAX else CALIBRATION_FOLDS)
+    if isinstance(spec.scorer, KNNScorer) or spec.scorer == "knn":
+        return 1
+    return 1 + (n if n <= LOO_MAX else CALIBRATION_FOLDS)
 
 
 def novelty(spec: MemberSpec, scorer: GramScorer, Kt, diag) -> np.ndarray:
@@ -328,6 +341,7 @@ def held_out_scores(
         tr, te = torch.from_numpy(train), torch.from_numpy(test)
         scorer = clone(template).fit(K[tr][:, tr])
         out[test] = novelty(spec, scorer, K[te][:, tr], diag[te])
+        step(f"{spec.label()}: calibration")
         if models is not None:
             models.append((tr, scorer))
     return out
@@ -360,6 +374,7 @@ def cross_fitted_scores(spec: MemberSpec, Z, groups: np.ndarray | None = None) -
                 diag = kernel.diag(Zte)
         scorer = make_scorer(spec, K.shape[0] if spec.name else None).fit(K)
         out[test] = novelty(spec, scorer, Kt, diag)
+        step(f"{spec.label()}: cross-fitting")
     return out
 
 
@@ -447,6 +462,7 @@ class Member:
         self.corpus_ = Z
         K = self.kernel_.gram(Zk, normalize=spec.normalize)
         diag = torch.diagonal(K).clone()
+        step(f"{spec.label()}: Gram")
         auto = spec.name != ""  # members made by the recipe or the selection adapt to N
         self.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
         groups = duplicate_groups(X)  # exact copies are held out together
@@ -467,6 +483,9 @@ class Member:
                 self.held_out_models_ = models
         if groups is not None and self.calibration_.size:
             self.calibration_ = self.calibration_[first_occurrences(groups)]
+        from ._update import fit_state  # what update(X_new) needs (novelty._update)
+
+        self.update_state_ = fit_state(self, X, K)
         return self
 
     def _prepare(self, X, preprocessors: dict, fit: bool = False):

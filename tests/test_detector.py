@@ -49,11 +49,12 @@ UNEQUAL_NOT_PSD = {"conformance", "mahalanobis", "sse", "mean_embedding", "ocsvm
     + [pytest.param(s, marks=pytest.mark.slow) if s in ("sosrep", "sse") else s for s in SCORERS],
 )
 def test_sklearn_checks(scorer):
-    # scikit-learn's checks feed 2-D (n, T) arrays: read as n univariate series
+    # scikit-learn's checks feed 2-D (n_samples, n_features) arrays: read as n univariate
+    # series, the reading layout="univariate" declares (without it a 2-D array is an error)
     if scorer is None:
-        est = KernelNoveltyDetector()
+        est = KernelNoveltyDetector(layout="univariate")
     else:
-        est = KernelNoveltyDetector(IntegralKernel(RBF(2.0)), scorer=scorer)
+        est = KernelNoveltyDetector(IntegralKernel(RBF(2.0)), scorer=scorer, layout="univariate")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(est, on_fail=None)
@@ -163,14 +164,31 @@ def test_detector_matches_gram_level_scorer():
 
 def test_univariate_2d_equals_3d_and_lists():
     X, Y = _series(10, d=1, seed=13), _series(3, d=1, seed=18)
-    a = KernelNoveltyDetector().fit(X[:, :, 0]).score_samples(Y[:, :, 0])
+    uni = KernelNoveltyDetector(layout="univariate")
+    a = uni.fit(X[:, :, 0]).score_samples(Y[:, :, 0])
     b = KernelNoveltyDetector().fit(X).score_samples(Y)
     np.testing.assert_allclose(a, b, rtol=1e-12)
+    # one recording (T, d) as a 2-D array: layout="single" reads it as X[None]
+    one = KernelNoveltyDetector(layout="single").fit(X[0])
+    np.testing.assert_allclose(
+        one.score_samples(Y[1]), KernelNoveltyDetector().fit(X[:1]).score_samples(Y[1:2])
+    )
     # a list is read as unequal-length input (z-scored per channel), without preprocessing
     # it must agree with the array
     c = KernelNoveltyDetector(preprocess=False).fit(list(X)).score_samples(list(Y))
     d = KernelNoveltyDetector(preprocess=False).fit(X).score_samples(Y)
     np.testing.assert_allclose(c, d, rtol=1e-12)
+
+
+def test_2d_array_without_layout_is_an_error_naming_both_readings():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(ValueError, match=r"X\[None\] .*X\[\.\.\., None\].*layout="):
+        KernelNoveltyDetector().fit(X)
+    det = KernelNoveltyDetector().fit(X[None].repeat(3, axis=0))
+    with pytest.raises(ValueError, match="reads two ways"):
+        det.score_samples(X)
+    with pytest.raises(ValueError, match="`layout` must be"):
+        KernelNoveltyDetector(layout="rows").fit(X[None])
 
 
 def test_unequal_lengths():
@@ -282,7 +300,7 @@ def test_default_recipe_sklearn_essentials():
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(25, 8))  # 25 univariate series, scikit-learn's (n, T) layout
-    est = KernelNoveltyDetector()
+    est = KernelNoveltyDetector(layout="univariate")
     det = clone(est)
     assert det.fit(X) is det and det.n_corpus_ == 25 and det.n_features_in_ == 8
     Y = np.r_[rng.normal(size=(5, 8)), rng.normal(size=(5, 8)) + 6.0]
@@ -292,7 +310,7 @@ def test_default_recipe_sklearn_essentials():
     again = pickle.loads(pickle.dumps(det))
     np.testing.assert_array_equal(again.score_samples(Y), det.score_samples(Y))
     np.testing.assert_array_equal(clone(est).fit(X).score_samples(Y), det.score_samples(Y))
-    assert est.get_params() == KernelNoveltyDetector().get_params()  # fit left est unchanged
+    assert est.get_params() == KernelNoveltyDetector(layout="univariate").get_params()
 
 
 @pytest.mark.parametrize("n", [1, 2])

@@ -179,7 +179,7 @@ def test_single_series_gets_a_message():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         det = KernelNoveltyDetector(GAK(sigma=3.0)).fit(X)
-    with pytest.raises(ValueError, match="single series"):
+    with pytest.raises(ValueError, match=r"reads two ways: pass one recording .* as X\[None\]"):
         det.score_samples(X[0])
 
 

@@ -273,14 +273,14 @@ def test_detector_scores_series_with_gaps_as_if_interpolated_by_hand():
 
 def test_detector_on_two_d_univariate_series_with_gaps():
     U, V = _gappy(n=10, d=1, seed=11)[:, :, 0], _gappy(n=3, d=1, seed=12)[:, :, 0]
-    det = _fast().fit(U)
+    det = _fast(layout="univariate").fit(U)
     assert det.n_features_in_ == U.shape[1]
-    ref = _fast().fit(_by_hand(U[:, :, None])[:, :, 0])
+    ref = _fast(layout="univariate").fit(_by_hand(U[:, :, None])[:, :, 0])
     np.testing.assert_allclose(
         det.score_samples(V), ref.score_samples(_by_hand(V[:, :, None])[:, :, 0]), rtol=1e-10
     )
     with pytest.raises(ValueError, match="NaN"):  # scikit-learn's own check
-        _fast(missing="error").fit(U)
+        _fast(missing="error", layout="univariate").fit(U)
     V_inf = V.copy()
     V_inf[0, 1] = np.inf
     with pytest.raises(ValueError, match="infinity|infinite"):
