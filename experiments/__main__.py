@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_run(args) -> int:
     from ._options import RunOptions, from_namespace
-    from ._report import print_summary, summary, write_report
+    from ._report import print_summary, run_notes, summary, write_report
     from ._runner import RunInterrupted, run_benchmark
     from ._store import ResultStore
 
@@ -68,12 +68,14 @@ def _cmd_run(args) -> int:
     except RunInterrupted as exc:
         return exc.report("cells")
     print(f"{s['cells_computed']} of {s['cells_total']} cells computed in "
-          f"{s['wall_seconds']:.1f} s; store {s['store']} (setting {s['setting']})")  # fmt: skip
+          f"{s['wall_seconds']:.1f} s; store {s['store']} (setting {s['setting']}, "
+          f"preset {s['preset']})")  # fmt: skip
     if not s["complete"]:
         print("run incomplete: start the same command again to resume")
         return 0
     with ResultStore(opts.store, mode="read", check=False) as store:
-        print_summary(summary(store, s["setting"], s["datasets"], s["kernels"], s["scorers"]))
+        res = summary(store, s["setting"], s["datasets"], s["kernels"], s["scorers"])
+        print_summary(res, notes=run_notes(store, s["setting"], res))
     if opts.report:
         rep = write_report(opts.store, opts.report, s["setting"], opts.reference)
         print(f"\nreport written: {', '.join(rep['files'])}")
@@ -127,7 +129,7 @@ def _cmd_list(args) -> int:
     else:
         print(f"  {', '.join(SCORER_NAMES)} (list --check: which are usable)")
     print("presets: " + ", ".join(
-        f"{p.name} ({p.folds}x{p.repeats} CV on {', '.join(p.datasets)})"
+        f"{p.name} ({p.folds}x{p.repeats} CV on {', '.join(p.datasets) or 'your --dataset'})"
         for p in PRESETS.values()))  # fmt: skip
     return 0
 

@@ -16,6 +16,16 @@ The truncated signature kernels come in two variants: ``trunc_sig_linear`` / ``t
 ``trunc_sig_linear_single`` / ``trunc_sig_rbf_single`` (``levels="single"``: 1 + the level-n
 term alone, what the reference study's code computed). The ``_single`` grids are run only
 when named in ``--kernels``; :data:`REGISTRY_NAME` maps a grid name to its registered kernel.
+
+The random-convolution kernels ``rocket_linear`` and ``rocket_rbf`` (MiniRocket features,
+Yeo-Johnson power transform; a linear kernel / F, or an RBF of bandwidth ``sigma`` sqrt(F) on
+the F standardised features, whose squared distances are about 2F) learn their features from
+the corpus (the ``needs_fit`` tag): the protocol fits them on each fold's normal training
+series (:func:`experiments._protocol.fold_grams`), never on validation or test series.
+
+Presets: ``paper`` (the protocol's grids, 4 x 10 CV), ``quick`` (one value per axis: a smoke
+test, no tuning) and ``own`` (the default for the user's own data: the paper's grids of the
+cheap kernels, trimmed grids of the costly ones, the detector's MiniRocket kernels, 3 x 1 CV).
 """
 
 from __future__ import annotations
@@ -54,6 +64,7 @@ RAND_VARIANCES = [float(v) for v in np.geomspace(1e-5, 1.0, 8)]
 RAND_SEEDS = [0, 1, 2, 3, 4]
 ALPHAS = [1e-8, 1e-5, 1e-2]
 MAX_RANK = 50
+ROCKET_KERNELS = 10_000  # MiniRocket's F, the detector's (``novelty._auto``)
 
 #: The scorer names of the CLI; "baselines" expands to the baseline scorers available.
 SCORER_NAMES = ["conformance", "mahalanobis", "sse", "sosrep", "baselines"]
@@ -177,6 +188,24 @@ def _rand_sig(activation_first: bool = False):
     return build
 
 
+def _rocket(rbf: bool):
+    def build(g, d, T):
+        from tskernels import RBF, RandomConvolutionKernel
+
+        # F = n_kernels rounded down to a multiple of 84 (sktime), at least 84
+        n = int(g["n_kernels"])
+        F = max(84, n - n % 84)
+        static = RBF(sigma=g["sigma"] * math.sqrt(F)) if rbf else None
+        # "native": a validation or test series of another length than the fold's corpus gets
+        # the same fitted features at its own length (as in the detector)
+        return RandomConvolutionKernel(
+            transform="minirocket", n_kernels=n, static=static, power_transform=True, seed=0,
+            other_lengths="native",
+        )  # fmt: skip
+
+    return build
+
+
 #: Grid names that build a registered kernel of another name (the single-level variants).
 REGISTRY_NAME: dict[str, str] = {
     "trunc_sig_linear_single": "trunc_sig_linear",
@@ -202,6 +231,8 @@ BUILDERS: dict[str, Callable[[dict, int, int], object]] = {
     "trunc_sig_linear_order1": _trunc_sig_linear_order1,
     "trunc_sig_rbf_order1": _trunc_sig_rbf_order1,
     "rand_sig_tanh_first": _rand_sig(activation_first=True),
+    "rocket_linear": _rocket(rbf=False),
+    "rocket_rbf": _rocket(rbf=True),
 }
 
 #: The reference study's kernels (protocol section 2), for ``--rank-rule reference`` runs:
@@ -247,6 +278,9 @@ def _paper_grids() -> dict[str, KernelGrid]:
             {"features": RAND_FEATURES, "variance": RAND_VARIANCES, "seed": RAND_SEEDS},
             default=False,
         ),
+        # the detector's MiniRocket kernels (opt-in here; in the default zoo of ``own``)
+        "rocket_linear": KernelGrid({"n_kernels": [ROCKET_KERNELS]}, default=False),
+        "rocket_rbf": KernelGrid({"n_kernels": [ROCKET_KERNELS], "sigma": SIGMAS}, default=False),
     }
 
 
@@ -270,6 +304,8 @@ def _quick_grids() -> dict[str, KernelGrid]:
         "trunc_sig_linear_order1": {"scale": [1.0]},
         "trunc_sig_rbf_order1": {"sigma": [1.0], "scale": [1.0]},
         "rand_sig_tanh_first": {"features": [50], "variance": [RAND_VARIANCES[6]], "seed": [0]},
+        "rocket_linear": {"n_kernels": [ROCKET_KERNELS]},
+        "rocket_rbf": {"n_kernels": [ROCKET_KERNELS], "sigma": [1.0]},
     }
     # levels from one pass; the RBF-lifted recursion costs ~ level^2 per pair, so fewer
     levels = {"trunc_sig_linear": [1, 2, 3, 4], "trunc_sig_rbf": [1, 2],
@@ -279,6 +315,24 @@ def _quick_grids() -> dict[str, KernelGrid]:
         name: KernelGrid(small[name], levels.get(name), default=paper[name].default)
         for name in paper
     }
+
+
+def _own_grids() -> dict[str, KernelGrid]:
+    """The default grids for the user's own data: every axis of a cheap kernel as in the
+    paper (the flattened and integral kernels, GAK, the order-1 truncated linear signature,
+    the PDE signature kernels, MiniRocket); the costly or large grids trimmed: the reservoir's
+    lambda to 4 of its 10 values, the order-1 RBF signature kernel to its bandwidth axis
+    (scale 1, levels 1..4), the randomized signature to 100 features and seed 0 (its 8
+    variances). The default zoo is the paper's plus ``rocket_linear`` and ``rocket_rbf``."""
+    paper = _paper_grids()
+    trimmed = {
+        "reservoir": KernelGrid({"tau": VRK_TAU, "lam": [VRK_LAM[i] for i in (0, 3, 6, 9)]}),
+        "trunc_sig_rbf_order1": KernelGrid({"sigma": SIGMAS, "scale": [1.0]}, [1, 2, 3, 4]),
+        "rand_sig_tanh": KernelGrid({"features": [100], "variance": RAND_VARIANCES, "seed": [0]}),
+        "rocket_linear": KernelGrid({"n_kernels": [ROCKET_KERNELS]}),
+        "rocket_rbf": KernelGrid({"n_kernels": [ROCKET_KERNELS], "sigma": SIGMAS}),
+    }
+    return {name: trimmed.get(name, grid) for name, grid in paper.items()}
 
 
 @dataclass(frozen=True)
@@ -298,6 +352,10 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {
     "quick": Preset("quick", _quick_grids(), folds=3, repeats=1, time_channel=(False, True)),
+    # the user's own data (no data set of its own: ``--dataset`` names the data)
+    "own": Preset(
+        "own", _own_grids(), folds=3, repeats=1, time_channel=(False, True), datasets=()
+    ),  # fmt: skip
     "paper": Preset(
         "paper",
         _paper_grids(),

@@ -181,9 +181,13 @@ class RunOptions:
         default_factory=lambda: list(SCORER_NAMES), nargs="+",
         help=f"from {', '.join(SCORER_NAMES)} (default: all)",
     )  # fmt: skip
-    preset: str = option("quick", choices=sorted(PRESETS))
-    folds: int | None = option(None, type=int, help="CV folds (quick 3, paper 4)")
-    repeats: int | None = option(None, type=int, help="CV repeats (quick 1, paper 10)")
+    preset: str | None = option(
+        None, choices=sorted(PRESETS),
+        help="grids and CV (default: own when --dataset names a file or folder, else quick; "
+        "quick has one value per grid axis, no tuning)",
+    )  # fmt: skip
+    folds: int | None = option(None, type=int, help="CV folds (quick 3, own 3, paper 4)")
+    repeats: int | None = option(None, type=int, help="CV repeats (quick 1, own 1, paper 10)")
     seed: int = option(0, type=int)
     alphas: list[float] | None = option(None, type=_floats, help="e.g. 1e-8,1e-5,1e-2")
     max_rank: int | None = option(None, type=int, help="ranks 1..M (default 50)")

@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,10 @@ __all__ = [
     "failure_notes",
     "per_class",
     "per_class_markdown",
+    "grid_edges",
+    "edge_notes",
+    "below_chance_notes",
+    "run_notes",
 ]
 
 METRICS = {"roc_auc": "ROC-AUC", "pr_auc": "PR-AUC"}
@@ -194,11 +199,12 @@ def latex_tables(res: dict) -> str:
     return "\n".join(t for m in METRICS for s in scorers if (t := _table(res, m, s, "tex", notes)))
 
 
-def print_summary(res: dict, file=None) -> None:
+def print_summary(res: dict, file=None, notes: dict[str, list[str]] | None = None) -> None:
     """Per data set: kernels x scorers, 'ROC-AUC / PR-AUC' averaged over the classes; a
-    failed entry reads "failed [n]" with the reason n below the data set's table."""
+    failed entry reads "failed [n]" with the reason n below the data set's table, then the
+    data set's ``notes`` ({data set: lines}, :func:`run_notes`)."""
     datasets, kernels, scorers = _axes(res)
-    notes = failure_notes(res)
+    failures = failure_notes(res)
     for d in datasets:
         used: list[str] = []
         print(f"\n{d}: test ROC-AUC / PR-AUC, mean over classes (normal class positive)",
@@ -214,14 +220,166 @@ def print_summary(res: dict, file=None) -> None:
                     cells.append(f"{'':>{w}}")
                 elif e["errors"]:
                     used.extend(m for m in e["errors"] if m not in used)
-                    cells.append(f"failed [{_marks(e, notes)}]".rjust(w))
+                    cells.append(f"failed [{_marks(e, failures)}]".rjust(w))
                 elif math.isnan(e["roc_auc"]):
                     cells.append(f"{e['n_classes']}/{e['classes']} classes".rjust(w))
                 else:
                     cells.append(f"{e['roc_auc']:.3f}/{e['pr_auc']:.3f}".rjust(w))
             print(f"{k:<{kw}}" + "".join(cells), file=file)
-        for m in sorted(used, key=notes.get):
-            print(f"  [{notes[m]}] {m}", file=file)
+        for m in sorted(used, key=failures.get):
+            print(f"  [{failures[m]}] {m}", file=file)
+        for line in (notes or {}).get(d, []):
+            print(f"  note: {line}", file=file)
+
+
+# ----------------------------------------------------------------------------- notes
+#: Grid axes without an order (a random seed): never reported at an edge.
+UNORDERED_AXES = ("seed",)
+
+
+def _value_text(v) -> str:
+    """A grid value as the notes print it: an integer power of e as ``e^k`` (``e`` for e^1),
+    anything else in ``%g``."""
+    if isinstance(v, float) and v > 0 and v != 1.0:
+        k = round(math.log(v))
+        if k != 0 and math.isclose(v, math.e**k, rel_tol=1e-9):
+            return "e" if k == 1 else f"e^{k}"
+    return f"{v:g}"
+
+
+def _widened(values: list, side: str) -> list | None:
+    """The axis ``values`` with one more value beyond the edge ``side`` (the next step of a
+    geometric progression for positive floats, of an arithmetic one for integers); None when
+    that value would not be valid (an integer below 1, e.g. level 0)."""
+    v = sorted(values)
+    a, b = (v[0], v[1]) if side == "smallest" else (v[-1], v[-2])
+    if all(isinstance(x, int) for x in v):
+        new = a - (b - a)
+        if new < 1:
+            return None
+    elif a > 0 and b > 0:
+        new = a * a / b
+    else:
+        new = a - (b - a)
+    return [new, *v] if side == "smallest" else [*v, new]
+
+
+def grid_edges(selected: dict, axes: dict[str, list]) -> list[tuple[str, object, str]]:
+    """The axes where a selection sits at the edge of its grid: (axis, value, "smallest" or
+    "largest") for every axis of ``axes`` with at least two distinct values whose ``selected``
+    value is the smallest or the largest of them (an axis without an order, the seed, is
+    never reported; neither is an integer axis already at 1, which cannot widen below)."""
+    out = []
+    for axis, values in axes.items():
+        distinct = sorted(set(values))
+        if axis in UNORDERED_AXES or len(distinct) < 2 or axis not in selected:
+            continue
+        v = selected[axis]
+        for side, edge in (("smallest", distinct[0]), ("largest", distinct[-1])):
+            if v == edge and _widened(distinct, side) is not None:
+                out.append((axis, v, side))
+    return out
+
+
+def _setting_axes(setting: dict, kernel: str, grid_id: str) -> dict[str, list] | None:
+    """The grid axes (the pass levels as axis ``level``) of ``kernel`` under ``setting``
+    (its preset, ``--grid`` overrides and ``--levels``), or None when the preset's grid in the
+    code is no longer the one the test rows (``grid_id``) were selected from."""
+    from ._cells import grid_hash
+    from ._grids import PRESETS, kernel_grid_points
+
+    preset = PRESETS.get(setting.get("preset"))
+    if preset is None or kernel not in preset.grids:
+        return None
+    g = preset.grids[kernel]
+    axes = {**g.axes, **(setting.get("grid") or {}).get(kernel, {})}
+    levels = g.levels
+    if levels is not None and setting.get("levels") is not None:
+        levels = list(setting["levels"])
+    points = kernel_grid_points(replace(g, axes=axes, levels=levels))
+    if grid_hash(points, levels, list(setting.get("time_channel", []))) != grid_id:
+        return None
+    out = {a: [p[a] for p in points] for a in axes}
+    if levels is not None:
+        out[g.level_name] = list(levels)
+    return out
+
+
+def _cv_axes(store: ResultStore, setting: str, dataset: str, kernel: str) -> dict[str, list]:
+    """The grid axes of ``kernel`` as the CV scored them (every parameter set in the cv
+    table): the fallback when the setting's grid cannot be rebuilt."""
+    axes: dict[str, list] = {}
+    for r in store.query("SELECT DISTINCT params FROM cv WHERE setting=? AND dataset=? AND "
+                         "kernel=?", (setting, dataset, kernel)):  # fmt: skip
+        for a, v in json.loads(r["params"]).items():
+            axes.setdefault(a, []).append(v)
+    return axes
+
+
+def edge_notes(store: ResultStore, setting: str, keys=None) -> dict[str, list[str]]:
+    """{data set: lines}, one line per (kernel, axis, edge value) where the CV selected a
+    hyper-parameter at the edge of its grid (:func:`grid_edges`) for at least one normal
+    class and scorer, e.g. "flat_rbf: sigma=e^-2 is the smallest grid value (e^-2..e^2),
+    selected by conformance for 2 of 4 normal classes: widen the grid, e.g. --grid
+    flat_rbf.sigma=0.0183,0.0498,0.135,0.368,1,2.72,7.39". ``keys``: only the test rows
+    of these (data set, kernel, scorer) (default: all)."""
+    known = store.settings().get(setting, {})
+    rows = [r for r in _test_rows(store, setting) if not r["error"] and r["params"]
+            and (keys is None or (r["dataset"], r["kernel"], r["scorer"]) in keys)]  # fmt: skip
+    classes: dict[str, set] = {}
+    hits: dict[tuple, dict] = {}
+    axes_of: dict[tuple, dict] = {}
+    for r in rows:
+        d, k = r["dataset"], r["kernel"]
+        classes.setdefault(d, set()).add(r["cls"])
+        if (d, k) not in axes_of:
+            axes_of[d, k] = _setting_axes(known, k, r["grid"]) or _cv_axes(store, setting, d, k)
+        for axis, v, side in grid_edges(json.loads(r["params"]), axes_of[d, k]):
+            h = hits.setdefault((d, k, axis, v, side), {"classes": set(), "scorers": []})
+            h["classes"].add(r["cls"])
+            if r["scorer"] not in h["scorers"]:
+                h["scorers"].append(r["scorer"])
+    notes: dict[str, list[str]] = {}
+    for (d, k, axis, v, side), h in sorted(hits.items(), key=lambda t: t[0][:3]):
+        values = sorted(set(axes_of[d, k][axis]))
+        wider = ",".join(f"{x:.3g}" for x in _widened(values, side))
+        how = f"--levels {wider}" if axis == "level" else f"--grid {k}.{axis}={wider}"
+        notes.setdefault(d, []).append(
+            f"{k}: {axis}={_value_text(v)} is the {side} grid value "
+            f"({_value_text(values[0])}..{_value_text(values[-1])}), selected by "
+            f"{', '.join(h['scorers'])} for {len(h['classes'])} of {len(classes[d])} normal "
+            f"classes: widen the grid, e.g. {how}"
+        )
+    return notes
+
+
+def below_chance_notes(res: dict) -> dict[str, list[str]]:
+    """{data set: lines}, one line per kernel whose mean test ROC-AUC over the classes is
+    below 0.5 (chance) for some scorer: the anomalies scored as more normal than the normal
+    series, which a mean over kernels or data sets would hide."""
+    low: dict[tuple, list[str]] = {}
+    for (d, k, s), e in res.items():
+        if not math.isnan(e["roc_auc"]) and e["roc_auc"] < 0.5:
+            low.setdefault((d, k), []).append(f"{s} {e['roc_auc']:.3f}")
+    notes: dict[str, list[str]] = {}
+    for (d, k), which in sorted(low.items()):
+        notes.setdefault(d, []).append(
+            f"{k}: mean test ROC-AUC below chance (0.5) with {', '.join(which)}: the anomalies "
+            "score as more normal than the normal series, likely a scale or orientation "
+            "problem (a bandwidth off the data's scale, see the grid notes; fewer components "
+            "kept than the refit has, see --max-rank; or another normal class than meant)"
+        )
+    return notes
+
+
+def run_notes(store: ResultStore, setting: str, res: dict) -> dict[str, list[str]]:
+    """{data set: lines}: the edge-of-grid notes (:func:`edge_notes`) of the data sets in
+    ``res``, then the below-chance notes (:func:`below_chance_notes`)."""
+    out: dict[str, list[str]] = {}
+    for part in (edge_notes(store, setting, set(res)), below_chance_notes(res)):
+        for d, lines in part.items():
+            out.setdefault(d, []).extend(lines)
+    return out
 
 
 # ----------------------------------------------------------------------------- timing
@@ -340,6 +498,12 @@ def write_report(store_path: str | Path, out_dir: str | Path, setting: str | Non
               "gives its reason below the table.", "",
               "```", json.dumps(known.get(setting, {}), sort_keys=True), "```", "",
               markdown_tables(res)]  # fmt: skip
+        notes = run_notes(store, setting, res)
+        if notes:
+            md += ["## Notes", "", "Hyper-parameters selected at the edge of their grid, and "
+                   "kernels below chance (mean test ROC-AUC < 0.5):", ""]  # fmt: skip
+            md += [f"- {d}, {line}" for d, lines in sorted(notes.items()) for line in lines]
+            md.append("")
         if reference_csv is not None:
             comp = reference_comparison(res, reference_csv)
             if comp:

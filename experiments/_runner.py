@@ -42,6 +42,8 @@ __all__ = [
     "RunError",
     "RunInterrupted",
     "RunOptions",
+    "own_data",
+    "resolve_preset",
     "run_benchmark",
     "resolve_kernels",
     "run_cell",
@@ -139,12 +141,59 @@ def _check_scheduler(scheduler: str) -> None:
         )
 
 
+def own_data(spec) -> bool:
+    """Whether a ``--dataset`` value names the user's own data by path (a .npz, .csv or .ts
+    file, or a folder), by the rule :func:`experiments.data.load_data` reads it with; a UEA
+    name and ``sktime:NAME`` are not own data."""
+    spec = str(spec)
+    if spec.startswith("sktime:"):
+        return False
+    path = Path(spec)
+    return path.suffix.lower() in (".npz", ".csv", ".ts") or path.exists() or os.sep in spec
+
+
+def resolve_preset(opts: RunOptions) -> tuple[str, str]:
+    """(the preset of the run, why): ``--preset`` when given; else ``own`` (real grids) when a
+    ``--dataset`` names own data by path, else ``quick`` (one value per grid axis)."""
+    if opts.preset is not None:
+        return str(opts.preset), "--preset"
+    own = [s for s in (opts.datasets or []) if own_data(s)]
+    if own:
+        return (
+            "own",
+            f"the default for own data (--dataset {own[0]}); --preset quick or paper to change",
+        )
+    return "quick", ("the default for named data sets: one value per grid axis, no tuning; "
+                     "--preset own or paper tunes")  # fmt: skip
+
+
+def _check_fitted_kernels(kernels, share: str) -> None:
+    """``--share class`` fits the pre-processing (and a kernel's data-dependent parameters) on
+    the whole class, the folds' held-out normal series included: refused for the kernels whose
+    features are learned from the corpus (``needs_fit``: MiniRocket), whose fit must see each
+    fold's training series only."""
+    if share != "class":
+        return
+    import tskernels
+
+    registry = tskernels.kernel_registry()
+    fitted = [k for k in kernels if registry[REGISTRY_NAME.get(k, k)].needs_fit]
+    if fitted:
+        raise ConfigError(
+            f"--share class would fit {', '.join(fitted)} on the held-out series of each fold "
+            "(their features are learned from the corpus): use --share fold (the default) or "
+            "leave these kernels out"
+        )
+
+
 # ----------------------------------------------------------------------------- planning
 def _effective(opts: RunOptions):
     """Every option checked (ConfigError) and resolved against the preset: (preset, grids,
     setting, run config, time channels, kernels, scorers, messages)."""
     if opts.rank_rule not in RANK_RULES:
         raise ConfigError(f"--rank-rule must be {' or '.join(RANK_RULES)}, got {opts.rank_rule!r}")
+    if opts.preset is None:  # the default preset of the data (:func:`resolve_preset`)
+        opts = replace(opts, preset=resolve_preset(opts)[0])
     if opts.preset not in PRESETS:
         raise ConfigError(f"unknown preset {opts.preset!r}; choose from {', '.join(PRESETS)}")
     preset = PRESETS[opts.preset]
@@ -226,6 +275,7 @@ def _effective(opts: RunOptions):
     if not scorers:
         raise ConfigError("no usable scorer: " + ("; ".join(msg2) or "--scorers names none"))
     check_device(opts.device)
+    _check_fitted_kernels(kernels, opts.share)
     every = set(overrides) | (level_kernels if levels is not None else set())
     _check_grids(kernels, grids, every, opts.device)
 
@@ -332,6 +382,34 @@ def _skipped(datasets: dict[str, Dataset], kernels, messages: list[str]) -> froz
     return frozenset(skip)
 
 
+def _fit_max_rank(opts, preset: str, datasets, normal, config, setting, messages) -> None:
+    """The rank axis against the largest normal class. The refit of a selection on the whole
+    normal training class of N series has up to N - 1 components; a CV plateau selects
+    ``max_rank`` meaning "every component", which the refit truncates to ``max_rank`` when
+    N - 1 is larger (a conformance refit on 62 components cut to 50 scored test ROC-AUC 0.11
+    where every component scored 1.0). The ``own`` preset without ``--max-rank`` widens the
+    axis to N (in ``config`` and ``setting``); any other run gets a message."""
+    largest, where = 0, ""
+    for name, data in datasets.items():
+        for c in normal or data.classes:
+            n = int(np.sum(data.y_train == c))
+            if n > largest:
+                largest, where = n, f"class {c} of {name}"
+    if largest - 1 <= config["max_rank"]:
+        return
+    if preset == "own" and opts.max_rank is None:
+        config["max_rank"] = setting["max_rank"] = largest
+        messages.append(f"max rank {largest}: the {where} has {largest} training series, so "
+                        "the ranks reach every component of its refit")  # fmt: skip
+    else:
+        messages.append(
+            f"--max-rank {config['max_rank']} is below the {largest - 1} components of the "
+            f"refit on the {where} ({largest} training series): a selection of every "
+            f"component keeps only {config['max_rank']} at the refit; --max-rank {largest} "
+            "keeps them all"
+        )
+
+
 def run_cell(cell: CVCell | TestCell, data: Dataset, config: dict):
     """Compute one cell (the executor's entry, in whichever process runs it): its result
     rows as :class:`~experiments._cells.CVResult` / :class:`~experiments._cells.TestResult`."""
@@ -347,8 +425,13 @@ def run_benchmark(opts: RunOptions) -> dict:
     :class:`~experiments._store.StoreError` for an unusable store, both before any work;
     :class:`RunInterrupted` when a signal stopped the run (its results committed)."""
     t_start = time.perf_counter()
+    preset_name, why = resolve_preset(opts)
+    opts = replace(opts, preset=preset_name)
     preset, grids, setting, config, tcs, kernels, scorers, messages = _effective(opts)
+    messages.insert(0, f"preset {preset.name}: {why}")
     specs = list(preset.datasets if opts.datasets is None else opts.datasets)
+    if not specs:
+        raise ConfigError(f"the preset {preset.name} has no data set of its own: give --dataset")
     datasets, fingerprints = _load_datasets(opts, specs, config["folds"], config["seed"])
     names = list(datasets)
     normal = None if opts.normal_classes is None else sorted(map(str, opts.normal_classes))
@@ -359,6 +442,7 @@ def run_benchmark(opts: RunOptions) -> dict:
         setting["data"] = fingerprints
     if normal is not None:
         setting["normal_classes"] = normal
+    _fit_max_rank(opts, preset.name, datasets, normal, config, setting, messages)
     setup = RunSetup(
         datasets={n: tuple(d.classes) for n, d in datasets.items()},
         kernels=tuple(kernels), scorers=tuple(scorers), grids=grids, time_channels=tuple(tcs),
@@ -399,6 +483,7 @@ def run_benchmark(opts: RunOptions) -> dict:
     wall = time.perf_counter() - t_start
     summary = {
         "setting": sid,
+        "preset": preset.name,
         "cells_total": n_total,
         "cells_computed": computed,
         "wall_seconds": wall,
