@@ -7,21 +7,33 @@ local pool, ``scatter`` on Dask); :func:`execute` submits cells, hands each fini
 a callback (which commits it) and submits the cells it unlocks. Used by the UEA benchmark
 and the ADBench harness alike.
 
-Stopping. SIGINT, SIGTERM and SIGHUP stop a run cleanly: results that have arrived are
-handed over, the running cells are abandoned (worker processes killed, nothing half-written),
-and the caller raises :class:`RunInterrupted`. Worker processes ignore SIGINT (the parent
-decides) and end when their parent ends, even after a SIGKILL of it (``PR_SET_PDEATHSIG``
-on Linux, and a thread watching the parent elsewhere).
+Stopping. SIGINT, SIGTERM and SIGHUP stop a run cleanly from the moment the
+:class:`Executor` is made until it is closed, whenever they arrive (while worker processes
+start included): results that have arrived are handed over, the running cells are abandoned
+(worker processes killed, nothing half-written), and the caller raises
+:class:`RunInterrupted`. Worker processes ignore SIGINT (the parent decides) and end when
+their parent ends, even after a SIGKILL of it (``PR_SET_PDEATHSIG`` on Linux, and a thread
+watching the parent elsewhere).
+
+Start-up data. A local pool never sends the shared data through the pipe that starts a
+worker: the multiprocessing start-up keeps the pipe's read end open in the parent, so a
+worker killed while the parent writes more than the pipe holds (64 KiB on Linux) would block
+the parent for ever. The data are written once to a private temporary file, which each
+worker reads; what goes through the pipe is a few KiB.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -62,13 +74,27 @@ class RunInterrupted(KeyboardInterrupt):
 _WORKER_DATA: dict[str, object] = {}
 
 
-def _init_worker(shared: dict, parent_pid: int) -> None:
+def _init_worker(shared_file: str, parent_pid: int) -> None:
     # Ctrl-C reaches the parent, which stops the workers; SIGINT was blocked since birth
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _exit_with_parent(parent_pid)
-    _WORKER_DATA.update(shared)
+    with open(shared_file, "rb") as f:  # written by the parent (a private folder)
+        _WORKER_DATA.update(pickle.load(f))
+
+
+def _write_shared(shared: dict) -> str:
+    """``shared`` pickled into a new private temporary folder (mode 0700); returns the file."""
+    folder = tempfile.mkdtemp(prefix="experiments-shared-")
+    path = os.path.join(folder, "shared.pickle")
+    try:
+        with open(path, "wb") as f:
+            pickle.dump(shared, f, protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return path
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -108,6 +134,7 @@ class StopSignals:
     def __init__(self):
         self.signum: int | None = None
         self._raise = False
+        self._depth = 0
 
     def _handler(self, signum, frame) -> None:
         if self.signum is None:
@@ -116,19 +143,30 @@ class StopSignals:
             self._raise = False
             raise RunInterrupted(signum)
 
-    @contextmanager
-    def installed(self):
+    def install(self) -> dict:
+        """Install the handlers (a second call while installed changes nothing); returns
+        what :meth:`restore` needs."""
         old = {}
-        if threading.current_thread() is threading.main_thread():
+        self._depth += 1
+        if self._depth == 1 and threading.current_thread() is threading.main_thread():
             for name in ("SIGINT", "SIGTERM", "SIGHUP"):
                 sig = getattr(signal, name, None)
                 if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
                     old[sig] = signal.signal(sig, self._handler)
+        return old
+
+    def restore(self, old: dict) -> None:
+        self._depth -= 1
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+    @contextmanager
+    def installed(self):
+        old = self.install()
         try:
             yield self
         finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            self.restore(old)
 
     @contextmanager
     def raising(self):
@@ -142,19 +180,36 @@ class StopSignals:
 
 
 @contextmanager
-def _sigint_blocked():
-    """SIGINT blocked in this thread for the block: a process started inside inherits the
-    mask, so a Ctrl-C sent to the whole process group cannot interrupt a worker that is
-    still starting (before its initializer ignores SIGINT). A SIGINT that arrives meanwhile
-    is delivered when the block ends, not lost (the stdlib's resource tracker does the same)."""
-    if not hasattr(signal, "pthread_sigmask"):
+def _blocked(*names: str):
+    """The signals ``names`` blocked in this thread for the block: a process started inside
+    inherits the mask. A signal that arrives meanwhile is delivered when the block ends,
+    not lost (the stdlib's resource tracker does the same)."""
+    sigs = {getattr(signal, n) for n in names if hasattr(signal, n)}
+    if not hasattr(signal, "pthread_sigmask") or not sigs:
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _sigint_blocked():
+    """SIGINT blocked for the block: a Ctrl-C sent to the whole process group cannot
+    interrupt a worker that is still starting (before its initializer ignores SIGINT)."""
+    return _blocked("SIGINT")
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (if not running) with SIGHUP blocked. It
+    ignores SIGINT and SIGTERM but not SIGHUP, so a closed terminal killed it, and the pool
+    then printed a relaunch warning and the new tracker a traceback; it still ends when
+    this process ends (its pipe closes)."""
+    from multiprocessing import resource_tracker
+
+    with _blocked("SIGHUP"):
+        resource_tracker.ensure_running()
 
 
 class Executor:
@@ -162,7 +217,11 @@ class Executor:
     for the three schedulers (``"local"`` with ``workers`` 1: this process; ``"local"``
     with more: a pool of spawned processes; a Dask scheduler address); drain() the results
     that have arrived. ``entry(cell, shared[cell.dataset], config)`` computes a cell; in a
-    pool or on Dask it must be a module-level function (pickled by reference)."""
+    pool or on Dask it must be a module-level function (pickled by reference).
+
+    The stop signals are handled from construction to :meth:`close` (a signal that arrives
+    meanwhile, before :func:`execute` or while a worker starts, is a stop request); call
+    :meth:`close` in a ``finally``."""
 
     def __init__(self, scheduler: str, workers: int, shared: dict, entry: Callable,
                  config: dict):  # fmt: skip
@@ -171,12 +230,26 @@ class Executor:
         self.pending: dict = {}
         self.queue: deque = deque()
         self.pool = self.client = None
+        self._cleanup = None
+        self._signals = self.stop.install()
+        try:
+            self._start(scheduler, workers, shared)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, scheduler: str, workers: int, shared: dict) -> None:
         if scheduler == "local" and workers > 1:
             from concurrent.futures import ProcessPoolExecutor
 
+            _start_resource_tracker()
+            shared_file = _write_shared(shared)
+            self._cleanup = weakref.finalize(
+                self, shutil.rmtree, os.path.dirname(shared_file), ignore_errors=True
+            )
             self.pool = ProcessPoolExecutor(
                 workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker, initargs=(shared, os.getpid()),
+                initializer=_init_worker, initargs=(shared_file, os.getpid()),
             )  # fmt: skip
         elif scheduler != "local":
             try:
@@ -197,8 +270,14 @@ class Executor:
 
     def submit(self, cell) -> None:
         if self.pool is not None:
-            with _sigint_blocked():  # a worker started here is born deaf to Ctrl-C
-                fut = self.pool.submit(_pool_entry, self.entry, cell, self.config)
+            from concurrent.futures.process import BrokenProcessPool
+
+            try:
+                with _sigint_blocked():  # a worker started here is born deaf to Ctrl-C
+                    fut = self.pool.submit(_pool_entry, self.entry, cell, self.config)
+            except BrokenProcessPool as exc:  # a worker died (a signal to the group?)
+                self._broken(exc)
+                return
             self.pending[fut] = cell
         elif self.client is not None:
             fut = self.client.submit(
@@ -212,20 +291,26 @@ class Executor:
     def __len__(self) -> int:
         return len(self.pending) + len(self.queue)
 
+    def _broken(self, exc: BaseException) -> None:
+        """A worker process died: a stop request when a signal explains it (one sent to the
+        whole group may still be on its way to this process), else :class:`RunError`."""
+        for _ in range(25):
+            if self.stop.signum is not None:
+                return
+            time.sleep(0.02)
+        raise RunError(
+            f"a worker process ended unexpectedly ({exc}); every finished cell is "
+            "committed: run the same command again to resume"
+        ) from None
+
     def _result(self, fut):
         from concurrent.futures.process import BrokenProcessPool
 
         try:
             return fut.result()
         except BrokenProcessPool as exc:
-            for _ in range(25):  # a signal sent to the whole group may still be on its way
-                if self.stop.signum is not None:
-                    return None
-                time.sleep(0.02)
-            raise RunError(
-                f"a worker process ended unexpectedly ({exc}); every finished cell is "
-                "committed: run the same command again to resume"
-            ) from None
+            self._broken(exc)
+            return None
 
     def next_done(self):
         if self.pool is not None:
@@ -268,16 +353,27 @@ class Executor:
                 yield cell, fut.result()
 
     def close(self) -> None:
-        if self.pool is not None:
-            if any(not f.done() for f in self.pending):
-                # their results would be dropped: do not wait for them
-                for proc in list(getattr(self.pool, "_processes", {}).values()):
-                    proc.kill()
-            self.pool.shutdown(wait=True, cancel_futures=True)
-        if self.client is not None:
-            for fut in list(self.pending):
-                fut.cancel()
-            self.client.close()
+        """Stop the workers (those still computing are killed), remove the start-up file and
+        put the signal handlers back; a second call does nothing."""
+        try:
+            if self.pool is not None:
+                if any(not f.done() for f in self.pending) or self.stop.signum is not None:
+                    # their results would be dropped: do not wait for them
+                    for proc in list((getattr(self.pool, "_processes", None) or {}).values()):
+                        proc.kill()
+                self.pool.shutdown(wait=True, cancel_futures=True)
+                self.pool = None
+            if self.client is not None:
+                for fut in list(self.pending):
+                    fut.cancel()
+                self.client.close()
+                self.client = None
+        finally:
+            if self._cleanup is not None:
+                self._cleanup()
+            if self._signals is not None:
+                self.stop.restore(self._signals)
+                self._signals = None
 
 
 def execute(ex: Executor, cells: Iterable, record: Callable, then: Callable | None = None,
@@ -291,6 +387,8 @@ def execute(ex: Executor, cells: Iterable, record: Callable, then: Callable | No
     with ex.stop.installed():
         try:
             for cell in cells:
+                if ex.stop.signum is not None:
+                    break
                 ex.submit(cell)
             while len(ex) and ex.stop.signum is None:
                 got = ex.next_done()

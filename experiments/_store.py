@@ -23,6 +23,15 @@ revision, device, package versions).
 table of provenance. A subclass names its tables (``SCHEMA``, ``TABLES``) and how a finished
 cell's rows are written (``add_results``).
 
+One writer at a time. A store opened for writing is locked (an exclusive ``flock`` on the
+file, released when the store is closed or its process ends, however it ends) until it is
+closed: a second process that opens it for writing, e.g. the same ``run`` started twice, gets
+a :class:`StoreError` at once naming the process that holds it (its pid, from
+``/proc/locks`` on Linux), before it writes anything, so no ``runs`` row is left by a run
+that could not go on. Reading (``report``) takes no lock and works during a run. Within one
+process a store may be opened for writing more than once (the lock is shared). On a file
+system without locks the store is opened unlocked.
+
 Opening checks the file before anything is read or written: a missing file (``mode="read"``),
 a file that is not SQLite, a damaged one (``PRAGMA integrity_check``), a SQLite file of other
 tables or of an older layout, and a location that cannot be written (``mode="write"``) raise
@@ -32,6 +41,7 @@ write access (a store on a read-only file system is opened immutable).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -143,6 +153,68 @@ def _unwritable(path: Path) -> str | None:
     return "permission denied"
 
 
+#: Write locks this process holds: (pid, st_dev, st_ino) -> [file descriptor, users].
+_LOCKS: dict[tuple[int, int, int], list[int]] = {}
+
+
+def _lock_holder(st: os.stat_result) -> int | None:
+    """The pid holding a ``flock`` on the file of ``st`` (Linux ``/proc/locks``), or None."""
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) > 5 and parts[1] == "FLOCK" and parts[5] == want:
+                    return int(parts[4])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _acquire_lock(path: Path) -> tuple[int, int, int] | None:
+    """Lock ``path`` for writing by this process (see the module docstring); returns the key
+    to :func:`_release_lock`, None on a file system without locks. StoreError when another
+    process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    fd = os.open(path, os.O_RDONLY)  # not inherited by child processes
+    try:
+        st = os.fstat(fd)
+        key = (os.getpid(), st.st_dev, st.st_ino)
+        if key in _LOCKS:
+            _LOCKS[key][1] += 1
+            os.close(fd)
+            return key
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            pid = _lock_holder(st)
+            who = f"another process (pid {pid})" if pid is not None else "another process"
+            raise StoreError(
+                f"the store {path} is being written by {who}, e.g. the same run started "
+                "twice; a store takes one run at a time: wait for it to end, or name another "
+                "store file"
+            ) from None
+        if exc.errno in (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+            return None  # a file system without locks
+        raise StoreError(f"cannot lock the store {path}: {exc.strerror}") from None
+    _LOCKS[key] = [fd, 1]
+    return key
+
+
+def _release_lock(key: tuple[int, int, int] | None) -> None:
+    held = _LOCKS.get(key) if key is not None else None
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] == 0:
+        del _LOCKS[key]
+        os.close(held[0])  # releases the flock
+
+
 class SQLiteStore:
     """One SQLite file of result tables and the ``runs`` table (see the module docstring).
 
@@ -167,6 +239,7 @@ class SQLiteStore:
         self.path = Path(path)
         self.mode = mode
         self.con = None
+        self._lock = None
         if self.path.is_dir():
             raise StoreError(f"the store {self.path} is a folder, not a file")
         if mode == "read":
@@ -174,6 +247,8 @@ class SQLiteStore:
         else:
             self.con = self._open_write()
         try:
+            if mode == "write":
+                self._lock = _acquire_lock(self.path)
             self._check(check)
             if mode == "write":
                 self.con.execute("PRAGMA journal_mode=WAL")
@@ -186,10 +261,10 @@ class SQLiteStore:
                             self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
                 self.con.commit()
         except sqlite3.DatabaseError as exc:
-            self.con.close()
+            self.close()
             raise self._error(exc) from None
-        except StoreError:
-            self.con.close()
+        except BaseException:
+            self.close()
             raise
 
     # ------------------------------------------------------------------ opening
@@ -286,6 +361,8 @@ class SQLiteStore:
         if self.con is not None:
             self.con.close()
             self.con = None
+        _release_lock(self._lock)
+        self._lock = None
 
     def __enter__(self):
         return self

@@ -21,8 +21,11 @@ sktime's ``write_ndarray_to_tsfile`` makes when given ``problem_name="<name>_TRA
   ``sktime:basic_motions``).
 
 Data without a train/test split (``X``/``y``, or a CSV without ``split``) is split once,
-stratified, 70 % train and 30 % test, seeded by ``seed``. Anything else raises
-:class:`DataError` with a one-line message. Data given by path or by sktime loader carries a
+stratified, 70 % train and 30 % test, seeded by ``seed``. A missing class label (an empty
+CSV label, a NaN in a numeric ``y``, an empty string or the string ``nan``) is refused,
+naming the rows, never turned into a class. Anything else raises :class:`DataError` with a
+one-line message; :func:`check_test_classes` says whether every class made normal can be
+evaluated on the test part. Data given by path or by sktime loader carries a
 fingerprint (SHA-1 of its arrays and labels), so results of other data never mix in a store.
 """
 
@@ -41,6 +44,7 @@ __all__ = [
     "DataError",
     "UserData",
     "available_datasets",
+    "check_test_classes",
     "data_roots",
     "load_data",
     "load_uea",
@@ -234,6 +238,62 @@ def _split(X, y: np.ndarray, seed: int, where: str):
     return X[idx_tr], y[idx_tr], X[idx_te], y[idx_te]
 
 
+def _listed(items, most: int = 5) -> str:
+    """'a, b, c' of the first ``most`` items, then 'and N more'."""
+    items = [str(i) for i in items]
+    head = ", ".join(items[:most])
+    return head if len(items) <= most else f"{head} and {len(items) - most} more"
+
+
+def _is_missing_label(label) -> bool:
+    """NaN (a float label), or a string that is empty or blank or reads ``nan``."""
+    if isinstance(label, (float, np.floating)):
+        return bool(np.isnan(label))
+    if isinstance(label, (str, np.str_, bytes, np.bytes_)):
+        text = label.decode(errors="replace") if isinstance(label, bytes) else str(label)
+        return text.strip() == "" or text.strip().lower() == "nan"
+    return label is None
+
+
+def _check_labels(y: np.ndarray, where: str, yname: str) -> None:
+    """DataError naming the entries of ``y`` that hold no class label (see
+    :func:`_is_missing_label`)."""
+    if y.dtype.kind in "iub":
+        return
+    if y.dtype.kind == "f":
+        bad = np.flatnonzero(np.isnan(y))
+    else:
+        bad = np.flatnonzero([_is_missing_label(v) for v in y])
+    if bad.size:
+        raise DataError(
+            f"{where}: {yname} has {bad.size} missing class label(s) (NaN or empty) at "
+            f"index {_listed(bad.tolist())}; give every series a class label, or leave those "
+            "series out"
+        )
+
+
+def check_test_classes(where: str, y_train, y_test, normal=None) -> None:
+    """Every class made normal in turn (``normal``, default: every class of ``y_train``)
+    can be evaluated on the test part: it has test series of its own (the positives) and
+    the test part has series of another class (the anomalies); else its test ROC-AUC is
+    undefined. DataError naming the classes and what they lack."""
+    have = set(np.asarray(y_test).astype(str).tolist())
+    classes = sorted(set(np.asarray(y_train).astype(str).tolist())) if normal is None else normal
+    absent = [c for c in classes if c not in have]
+    if absent:
+        raise DataError(
+            f"{where}: class(es) {_listed(repr(c) for c in absent)} have no series in the test "
+            f"part (test classes: {_listed(sorted(have), 10)}); each class made normal needs "
+            "test series (or choose the normal classes with --normal-class)"
+        )
+    alone = [c for c in classes if have == {c}]
+    if alone:
+        raise DataError(
+            f"{where}: the test part holds only class {alone[0]!r}: no anomalies to score "
+            "against it"
+        )
+
+
 def _check_arrays(X, y, where: str, xname: str = "X", yname: str = "y"):
     """(float64 X (n, T, d) or list of (T_i, d), string labels y) or DataError."""
     if isinstance(X, list):
@@ -256,6 +316,7 @@ def _check_arrays(X, y, where: str, xname: str = "X", yname: str = "y"):
     n = len(series) if series is not None else X.shape[0]
     if len(y) != n:
         raise DataError(f"{where}: {xname} has {n} series but {yname} has {len(y)} labels")
+    _check_labels(y, where, yname)
     if n == 0:
         raise DataError(f"{where}: {xname} holds no series")
     if series is None:
@@ -344,10 +405,14 @@ def _load_csv(path: Path, seed: int) -> UserData:
     series: dict[str, list] = {}
     labels: dict[str, str] = {}
     splits: dict[str, str] = {}
+    unlabelled: list[int] = []
     for line, r in enumerate(rows[1:], start=2):
         if len(r) != len(header):
             raise DataError(f"{where}: line {line} has {len(r)} fields, the header {len(header)}")
         sid, t, *chans, label = (r[i].strip() for i in cols)
+        if _is_missing_label(label):
+            unlabelled.append(line)
+            continue
         try:
             values = [float(t)] + [float(c) for c in chans]
         except ValueError:
@@ -364,6 +429,12 @@ def _load_csv(path: Path, seed: int) -> UserData:
             if splits.setdefault(sid, sp) != sp:
                 raise DataError(f"{where}: series {sid!r} is in both train and test")
         series.setdefault(sid, []).append(values)
+    if unlabelled:
+        raise DataError(
+            f"{where}: {len(unlabelled)} row(s) have no class label (empty or nan) in column "
+            f"{header[cols[-1]]!r}: line {_listed(unlabelled)}; give every row its series' "
+            "label, or leave those rows out"
+        )
     ids = list(series)
     X = []
     for sid in ids:
