@@ -59,8 +59,12 @@ def _cmd_run(args) -> int:
     from ._store import ResultStore
 
     opts = from_namespace(RunOptions, args)
-    if opts.reference is not None and not Path(opts.reference).is_file():
-        raise FileNotFoundError(f"--reference {opts.reference}: no such file")
+    if opts.reference is not None:  # checked now, not after every cell was computed
+        if not Path(opts.reference).is_file():
+            raise FileNotFoundError(f"--reference {opts.reference}: no such file")
+        from ._report import read_reference
+
+        read_reference(opts.reference)
     if opts.report is not None and Path(opts.report).exists() and not Path(opts.report).is_dir():
         raise FileExistsError(f"--report {opts.report} is a file, not a folder")
     try:
@@ -195,7 +199,12 @@ def _command(args) -> int:
     if args.command == "list":
         return _cmd_list(args)
     if args.command == "demo":
+        from ._recorder import check_device
         from .demo import gram_table, print_table
+
+        if args.data_dir is not None and not Path(args.data_dir).is_dir():
+            raise FileNotFoundError(f"--data-dir {args.data_dir}: no such folder")
+        check_device(args.device)  # ConfigError: one line, exit 2
 
         print_table(gram_table(args.dataset, args.data_dir, args.device), args.dataset)
     return 0

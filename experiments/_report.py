@@ -432,20 +432,62 @@ def reference_comparison(res: dict, reference_csv: str | Path) -> list[dict]:
     (:data:`~experiments._grids.REFERENCE_KERNELS`: the order-1 truncated signature kernels,
     the randomized signature with the activation first)."""
     out = []
-    with open(reference_csv) as f:
-        for r in csv.DictReader(f):
-            base = r["kernel"].replace(" ", "_")
-            own = REFERENCE_KERNELS.get(r["kernel"], base)
-            for kernel in dict.fromkeys((base, base + "_single", own)):
-                key = (r["dataset"], kernel, r["scorer"])
-                if key not in res:
-                    continue
-                ours = res[key]
-                out.append({"dataset": key[0], "scorer": key[2], "kernel": kernel,
-                            "roc_auc": ours["roc_auc"], "ref_roc_auc": float(r["roc_auc"]),
-                            "pr_auc": ours["pr_auc"],
-                            "ref_pr_auc": float(r["pr_auc"])})  # fmt: skip
+    for r in read_reference(reference_csv):
+        base = r["kernel"].replace(" ", "_")
+        own = REFERENCE_KERNELS.get(r["kernel"], base)
+        for kernel in dict.fromkeys((base, base + "_single", own)):
+            key = (r["dataset"], kernel, r["scorer"])
+            if key not in res:
+                continue
+            ours = res[key]
+            out.append({"dataset": key[0], "scorer": key[2], "kernel": kernel,
+                        "roc_auc": ours["roc_auc"], "ref_roc_auc": r["roc_auc"],
+                        "pr_auc": ours["pr_auc"], "ref_pr_auc": r["pr_auc"]})  # fmt: skip
     return out
+
+
+#: The columns a reference CSV must have.
+REFERENCE_COLUMNS = ("dataset", "scorer", "kernel", "roc_auc", "pr_auc")
+
+
+def read_reference(reference_csv: str | Path) -> list[dict]:
+    """The rows of a reference CSV, checked: a header with the columns
+    :data:`REFERENCE_COLUMNS` (others are ignored), ``roc_auc`` and ``pr_auc`` numbers in
+    [0, 1] on every row, the AUCs as floats. ``FileNotFoundError`` for a missing file,
+    :class:`~experiments._options.ConfigError` (one line naming the missing columns or the
+    first bad line) for anything else, so a run can check its ``--reference`` before any
+    work."""
+    from ._options import ConfigError
+
+    where = f"reference CSV {reference_csv}"
+    if not Path(reference_csv).is_file():
+        raise FileNotFoundError(f"{where}: no such file")
+    try:
+        with open(reference_csv, newline="") as f:
+            reader = csv.DictReader(f)
+            header = [h.strip() for h in reader.fieldnames or []]
+            missing = [c for c in REFERENCE_COLUMNS if c not in header]
+            if missing:
+                has = ", ".join(h for h in header if h) or "no header line"
+                raise ConfigError(f"{where} lacks the column(s) {', '.join(missing)} (it has: "
+                                  f"{has}); needs {', '.join(REFERENCE_COLUMNS)}")  # fmt: skip
+            reader.fieldnames = header
+            rows = []
+            for line, r in enumerate(reader, start=2):
+                row = {c: (r.get(c) or "").strip() for c in REFERENCE_COLUMNS}
+                for c in ("roc_auc", "pr_auc"):
+                    try:
+                        v = float(row[c])
+                    except ValueError:
+                        v = math.nan
+                    if not 0.0 <= v <= 1.0:
+                        msg = f"{where}, line {line}: {c} must be in [0, 1], got {row[c]!r}"
+                        raise ConfigError(msg)
+                    row[c] = v
+                rows.append(row)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"{where}: cannot be read as CSV ({exc})") from None
+    return rows
 
 
 def _reference_md(rows: list[dict]) -> str:
@@ -473,8 +515,8 @@ def write_report(store_path: str | Path, out_dir: str | Path, setting: str | Non
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"the report folder {out} is a file")
-    if reference_csv is not None and not Path(reference_csv).is_file():
-        raise FileNotFoundError(f"reference CSV {reference_csv}: no such file")
+    if reference_csv is not None:
+        read_reference(reference_csv)  # checked before anything is written
     with ResultStore(store_path, mode="read") as store:
         known = store.settings()
         if setting is None:

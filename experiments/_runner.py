@@ -308,7 +308,7 @@ def _load_datasets(opts: RunOptions, names: list[str], folds: int, seed: int = 0
     """({data set name: Dataset}, {name: fingerprint of data given by path or loader}); every
     problem (unknown name, unreadable or malformed data, --normal-class not a class of a data
     set, too few series for the folds) a ConfigError."""
-    from .data import DataError, load_data
+    from .data import DataError, check_test_classes, load_data
 
     if not names:
         raise ConfigError("--dataset names no data set")
@@ -347,6 +347,10 @@ def _load_datasets(opts: RunOptions, names: list[str], folds: int, seed: int = 0
                     f"--normal-class {missing[0]} is not a class of {u.name} (training classes: "
                     f"{', '.join(classes)})"
                 )
+        try:  # a class made normal without test series would fail mid-run (issue 25, item 6)
+            check_test_classes(n, data.y_train, data.y_test, normal)
+        except DataError as exc:
+            raise ConfigError(f"--dataset {exc}") from None
         counts = dict(zip(*np.unique(data.y_train, return_counts=True)))
         largest = max(int(counts[c]) for c in (normal or classes))
         if folds > largest:
