@@ -112,6 +112,7 @@ from ._members import (
     kernel_input,
     make_scorer,
     novelty,
+    preprocess_mode,
     robust_scale,
 )
 from ._variance_norm import ConformanceScorer
@@ -207,21 +208,33 @@ def update_detector(det, X_new, refit: bool = False):
         )
     raw = concat_series(states[0]["raw"], Xs)
     groups = duplicate_groups(raw)
-    for m in det.members_:
-        _update_member(m, Xs, raw, groups)
+    # every member's new attributes first: an error leaves the detector as it was
+    updates = [_member_update(m, Xs, raw, groups) for m in det.members_]
+    calibrations = [u["calibration_"] for u in updates]
+    scales = [robust_scale(c) for c in calibrations] if len(calibrations) > 1 else None
+    if scales is None:
+        cal = np.asarray(calibrations[0], dtype=np.float64)
+    else:
+        cal = np.mean([(c - med) / iqr for c, (med, iqr) in zip(calibrations, scales)], axis=0)
+    if np.isnan(cal).any():
+        raise ValueError("held-out novelty scores of the corpus are NaN: the scorer failed")
+    for m, u in zip(det.members_, updates):
+        models = u.pop("held_out_models_")
+        for name, value in u.items():
+            setattr(m, name, value)
+        if models is not None:  # scored like the calibration (Member.fit, Member.novelty)
+            m.held_out_models_ = models
+        elif hasattr(m, "held_out_models_"):
+            del m.held_out_models_
     det.n_corpus_ = len(raw)
-    _recalibrate(det)
+    det.scales_ = scales
+    _set_threshold(det, cal)
     return det
 
 
-def _recalibrate(det) -> None:
-    """``scales_``, ``calibration_scores_``, ``threshold_`` and ``offset_`` from the members'
-    calibration scores, as ``fit`` sets them (with its warnings when nothing can be flagged)."""
-    members = det.members_
-    det.scales_ = [robust_scale(m.calibration_) for m in members] if len(members) > 1 else None
-    cal = det._combine([m.calibration_ for m in members])
-    if np.isnan(cal).any():
-        raise ValueError("held-out novelty scores of the corpus are NaN: the scorer failed")
+def _set_threshold(det, cal: np.ndarray) -> None:
+    """``calibration_scores_``, ``threshold_`` and ``offset_`` from the combined calibration
+    scores ``cal``, as ``fit`` sets them (with its warnings when nothing can be flagged)."""
     det.calibration_scores_ = cal
     threshold = conformal_threshold(cal, det.contamination) if cal.size else math.inf
     if math.isinf(threshold) and threshold > 0:
@@ -247,10 +260,12 @@ def _recalibrate(det) -> None:
 
 
 # ------------------------------------------------------------------ one member
-def _update_member(m: Member, Xs, raw, groups: np.ndarray | None) -> None:
-    """Add the checked new series ``Xs`` to the exact member ``m``; ``raw`` is the checked raw
-    union and ``groups`` its duplicate groups."""
-    spec, state = m.spec, m.update_state_
+def _member_update(m: Member, Xs, raw, groups: np.ndarray | None) -> dict:
+    """The attributes of the exact member ``m`` with the checked new series ``Xs`` added
+    (``m`` itself is not changed); ``raw`` is the checked raw union, ``groups`` its duplicate
+    groups."""
+    spec, state = m.spec, dict(m.update_state_)
+    models = None
     N, n_new = len(state["raw"]), len(Xs)
     n_groups_old = _n_distinct(m)
     Znew = m._prepare(Xs, {})  # the frozen pre-processing
@@ -273,7 +288,7 @@ def _update_member(m: Member, Xs, raw, groups: np.ndarray | None) -> None:
         d2_bb = d2_bb.masked_fill(g[N:, None] == g[None, N:], math.inf)
         k = min(int(template.n_neighbors), N + n_new)
         rows_new = torch.topk(torch.cat([d2_ba, d2_bb], dim=1), k, dim=1, largest=False).values
-        m.scorer_ = _knn_scorer(spec, diag, m.scorer_._device, N + n_new if auto else None)
+        scorer = _knn_scorer(spec, diag, m.scorer_._device, N + n_new if auto else None)
         if state["cross_fitted"]:
             new_scores = _knn_scores(template, rows_new, g[N:], g, N + n_new)
             calibration = _append_new_units(m.calibration_, new_scores, g[N:], n_groups_old)
@@ -287,32 +302,36 @@ def _update_member(m: Member, Xs, raw, groups: np.ndarray | None) -> None:
     else:
         K = _union_gram(state["gram"], K_ba, K_bb)
         diag = torch.diagonal(K).clone()
-        m.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
+        scorer = make_scorer(spec, K.shape[0] if auto else None).fit(K)
         state["gram"] = K
         if state["cross_fitted"]:
             new_scores = _new_unit_scores(spec, K, diag, g, N)
             calibration = _append_new_units(m.calibration_, new_scores, g[N:], n_groups_old)
         elif n_distinct > 1:
-            calibration = _plain_scores(m, K, diag, groups)
+            calibration, models = _plain_scores(spec, scorer, K, diag, groups)
     if n_distinct == 1:  # nothing to hold out (as Member.fit)
         calibration = np.empty(0)
-    m.calibration_ = calibration
-    m.duplicate_groups_ = groups
-    m.corpus_ = concat_series(m.corpus_, Znew)
     state["raw"] = raw
+    plain_input = preprocess_mode(spec.preprocess) is None  # corpus_ is the raw corpus
+    return {
+        "scorer_": scorer,
+        "calibration_": calibration,
+        "duplicate_groups_": groups,
+        "corpus_": raw if plain_input else concat_series(m.corpus_, Znew),
+        "update_state_": state,
+        "held_out_models_": models,
+    }
 
 
-def _plain_scores(m: Member, K, diag, groups) -> np.ndarray:
-    """Held-out scores of the union by scorer refits, as ``Member.fit`` computes them (the
-    conformance scorer's held-out models kept when they keep fewer components)."""
-    models = [] if isinstance(m.scorer_, ConformanceScorer) else None
-    cal = held_out_scores(m.spec, K, diag, groups, models)
+def _plain_scores(spec, scorer, K, diag, groups) -> tuple[np.ndarray, list | None]:
+    """Held-out scores of the union by scorer refits, as ``Member.fit`` computes them, and the
+    conformance scorer's held-out models when they keep fewer components than ``scorer`` (new
+    series are then scored by them), else None."""
+    models = [] if isinstance(scorer, ConformanceScorer) else None
+    cal = held_out_scores(spec, K, diag, groups, models)
     ranks = [s.n_components_ for _, s in models or []]
-    if ranks and max(ranks) < m.scorer_.n_components_:
-        m.held_out_models_ = models
-    elif hasattr(m, "held_out_models_"):
-        del m.held_out_models_
-    return _first_units(cal, groups)
+    keep = models if ranks and max(ranks) < scorer.n_components_ else None
+    return _first_units(cal, groups), keep
 
 
 def _new_unit_scores(spec, K, diag, g: torch.Tensor, N: int) -> np.ndarray:

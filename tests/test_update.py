@@ -73,6 +73,19 @@ def test_update_equals_a_fit_on_the_union(kernel, scorer, params, normalize, n_a
     _assert_same(updated, union, np.r_[test, test[:3] + 4.0])
 
 
+@pytest.mark.parametrize("n_a", [1, 2])
+def test_a_corpus_of_one_or_two_series_grows_into_a_calibrated_one(n_a):
+    rng = np.random.default_rng(8)
+    X = _walks(rng, 30)
+    kw = dict(kernel=_rbf(), preprocess=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small = KernelNoveltyDetector(**kw, contamination=0.1).fit(X[:n_a])
+    assert small.calibration_scores_.size == (0 if n_a == 1 else 2)
+    small.update(X[n_a:25])
+    _assert_same(small, KernelNoveltyDetector(**kw, contamination=0.1).fit(X[:25]), X[25:])
+
+
 @pytest.mark.parametrize("scorer", ["knn", "conformance"])
 def test_successive_updates_with_copies_equal_a_fit_on_the_union(scorer):
     # B copies two corpus series and one of its own: copies join the group of their first
@@ -255,7 +268,11 @@ def test_errors():
         det.update(bad)
     with pytest.raises(ValueError, match="`refit` must be a bool"):
         det.update(X[:2], refit="yes")
-    assert det.n_corpus_ == 12 and np.array_equal(det.calibration_scores_, before)  # untouched
+    with pytest.raises(ValueError):  # the flattened kernel needs the corpus length
+        det.update(_walks(rng, 3, T=9))
+    # untouched by every failed update
+    assert det.n_corpus_ == 12 and np.array_equal(det.calibration_scores_, before)
+    assert len(det.corpus_) == 12 and len(det.members_[0].update_state_["raw"]) == 12
     # missing="interpolate" fills a gap in X_new as in fit
     det = KernelNoveltyDetector(_rbf()).fit(X).update(bad)
     assert det.n_corpus_ == 14
