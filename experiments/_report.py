@@ -36,6 +36,7 @@ __all__ = [
     "per_class_markdown",
     "grid_edges",
     "edge_notes",
+    "edge_is_preferred",
     "below_chance_notes",
     "run_notes",
 ]
@@ -316,9 +317,28 @@ def _cv_axes(store: ResultStore, setting: str, dataset: str, kernel: str) -> dic
     return axes
 
 
+def edge_is_preferred(cv_rows: dict, axis: str, value) -> bool:
+    """Whether the CV prefers ``axis`` = ``value``: the best CV objective (ROC-AUC + PR-AUC,
+    over the scorer's axis and the ranks) of the candidates there is strictly above that of
+    every other candidate. ``cv_rows`` maps (params json, time channel) -> {"roc", "pr",
+    "error"} (``ResultStore.cv_rows``). A selection that won a tie (first in grid order) is
+    no preference for the edge: the CV objective is flat there."""
+    at = rest = -math.inf
+    for (params, _tc), row in cv_rows.items():
+        if row["error"] is not None or row["roc"] is None:
+            continue
+        obj = float(np.max(np.asarray(row["roc"]) + np.asarray(row["pr"])))
+        if json.loads(params).get(axis) == value:
+            at = max(at, obj)
+        else:
+            rest = max(rest, obj)
+    return at > rest
+
+
 def edge_notes(store: ResultStore, setting: str, keys=None) -> dict[str, list[str]]:
     """{data set: lines}, one line per (kernel, axis, edge value) where the CV selected a
-    hyper-parameter at the edge of its grid (:func:`grid_edges`) for at least one normal
+    hyper-parameter at the edge of its grid (:func:`grid_edges`), preferring it to every
+    inner value (:func:`edge_is_preferred`: a tie is not reported), for at least one normal
     class and scorer, e.g. "flat_rbf: sigma=e^-2 is the smallest grid value (e^-2..e^2),
     selected by conformance for 2 of 4 normal classes: widen the grid, e.g. --grid
     flat_rbf.sigma=0.0183,0.0498,0.135,0.368,1,2.72,7.39". ``keys``: only the test rows
@@ -334,7 +354,11 @@ def edge_notes(store: ResultStore, setting: str, keys=None) -> dict[str, list[st
         classes.setdefault(d, set()).add(r["cls"])
         if (d, k) not in axes_of:
             axes_of[d, k] = _setting_axes(known, k, r["grid"]) or _cv_axes(store, setting, d, k)
-        for axis, v, side in grid_edges(json.loads(r["params"]), axes_of[d, k]):
+        edges = grid_edges(json.loads(r["params"]), axes_of[d, k])
+        cv = store.cv_rows(setting, d, r["cls"], k, r["scorer"]) if edges else {}
+        for axis, v, side in edges:
+            if not edge_is_preferred(cv, axis, v):
+                continue
             h = hits.setdefault((d, k, axis, v, side), {"classes": set(), "scorers": []})
             h["classes"].add(r["cls"])
             if r["scorer"] not in h["scorers"]:

@@ -20,7 +20,7 @@ from experiments.__main__ import main
 from experiments._grids import PRESETS, build_kernel, kernel_grid_points
 from experiments._options import RunOptions
 from experiments._protocol import cv_splits
-from experiments._report import _value_text, below_chance_notes, grid_edges
+from experiments._report import _value_text, below_chance_notes, edge_is_preferred, grid_edges
 from experiments._runner import resolve_kernels, resolve_preset
 
 E = math.e
@@ -241,6 +241,21 @@ def test_grid_edges_rule():
     assert grid_edges({"level": 1}, {"level": [1, 2, 3]}) == []
     assert grid_edges({"level": 3}, {"level": [1, 2, 3]}) == [("level", 3, "largest")]
     assert [_value_text(v) for v in (E**-2, E, 1.0, 0.25, 3)] == ["e^-2", "e", "1", "0.25", "3"]
+
+
+def test_an_edge_that_only_won_a_tie_is_no_preference():
+    def row(roc, pr, error=None):
+        return {"roc": np.array([[roc, roc]]), "pr": np.array([[pr, pr]]), "error": error}
+
+    cv = {('{"sigma": 1}', False): row(0.9, 0.8), ('{"sigma": 2}', True): row(0.9, 0.8),
+          ('{"sigma": 4}', False): row(0.7, 0.6)}  # fmt: skip
+    assert not edge_is_preferred(cv, "sigma", 1)  # tied with sigma=2: a flat objective
+    cv['{"sigma": 1}', True] = row(0.95, 0.8)
+    assert edge_is_preferred(cv, "sigma", 1)
+    assert not edge_is_preferred(cv, "sigma", 4)
+    # a failed candidate does not count
+    cv['{"sigma": 4}', True] = {"roc": None, "pr": None, "error": "ValueError: x"}
+    assert edge_is_preferred(cv, "sigma", 1)
 
 
 def test_edge_of_grid_reported_when_forced_and_not_otherwise(tmp_path, capsys):
