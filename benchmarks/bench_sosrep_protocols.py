@@ -1,9 +1,11 @@
 """SOSREP on ADBench under two bandwidth-selection protocols, against the PyOD peers.
 
-Self-contained (numpy loading, PyOD peers built here; the split is the one of
-``experiments.adbench``): subsample to at most 10,000 rows (stratified), stratified 70/30
-split, min-max scaling fitted on the 70 %, every method trained on the contaminated 70 %,
-AUC-ROC of its anomaly score on the 30 %.
+The split, the density methods and both bandwidth-selection protocols are those of
+``experiments.adbench`` (``load_split``, ``fit_density``; the harness runs the transductive
+protocol with ``--protocol transductive``); the PyOD peers are built here. Protocol:
+subsample to at most 10,000 rows (stratified), stratified 70/30 split, min-max scaling
+fitted on the 70 %, every method trained on the contaminated 70 %, AUC-ROC of its anomaly
+score on the 30 %.
 
 Protocols of ``density.select_bandwidth`` (r = the median nearest-neighbour distance of the
 training part, floored at 1/8 of the median pairwise distance, as in the harness):
@@ -39,12 +41,17 @@ from pathlib import Path
 import numpy as np
 
 from experiments._recorder import revision as git_rev
-from experiments.adbench import data_dir, load_split
+from experiments.adbench import (
+    data_dir,
+    density_anomaly_scores,
+    density_estimator,
+    fit_density,
+    load_split,
+)
+from experiments.adbench._methods import TRANSDUCTIVE_SUFFIX
 
 ROOT = Path(__file__).resolve().parents[1]
 DB = ROOT / "results" / "sosrep_protocols.sqlite"
-INDUCTIVE_FACTORS = (1.0, 2.0, 4.0, 8.0)
-TRANSDUCTIVE_FACTORS = tuple(2.0**k for k in range(-3, 5))
 PYOD = ["IForest", "ECOD", "COPOD", "HBOS", "PCA", "LODA", "KNN", "LOF", "CBLOF", "OCSVM"]
 PYOD += ["DeepSVDD"]
 INDUCTIVE = ["SOSREP-SDO", "SOSREP-Gauss", "SOSREP-Lap", "KDE-SDO", "KDE-Gauss"]
@@ -54,72 +61,22 @@ METHODS = PYOD + ["SOSREP-SDO", "SOSREP-SDO/T", "SOSREP-Lap", "SOSREP-Lap/T"]
 METHODS += ["KDE-SDO", "KDE-Gauss", "SOSREP-Gauss"]
 
 
-# -- data: the harness's own split (experiments.adbench.load_split) ----------------------------
-def _sample(X: np.ndarray, seed: int, n: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return X[rng.choice(len(X), size=min(n, len(X)), replace=False)]
-
-
-def median_distance(X: np.ndarray, seed: int, n: int = 1000) -> float:
-    S = _sample(X, seed, n)
-    d = np.sqrt(((S[:, None, :] - S[None, :, :]) ** 2).sum(-1)[np.triu_indices(len(S), 1)])
-    return float(np.median(d[d > 0])) if (d > 0).any() else 1.0
-
-
-def nn_spacing(X: np.ndarray, seed: int, n: int = 1000) -> float:
-    S = _sample(X, seed, n)
-    best = np.full(len(S), np.inf)
-    for s in range(0, len(X), 2000):
-        d2 = ((S[:, None, :] - X[None, s : s + 2000, :]) ** 2).sum(-1)
-        d2[d2 <= 0] = np.inf
-        best = np.minimum(best, d2.min(1))
-    best = best[np.isfinite(best)]
-    return float(np.sqrt(np.median(best))) if len(best) else 1.0
-
-
-# -- methods ---------------------------------------------------------------------------------
-def _estimator(kind: str, kernel_name: str, d: int, seed: int, ells: np.ndarray):
-    import torch
-
-    import density as dn
-
-    tol = 1e-6
-    if kernel_name == "SDO":
-        kernel = dn.SDOKernel(n_features=10_000, seed=seed, dtype=torch.float32)
-        grid = ells ** (2 * dn.sdo_default_m(d))
-        tol = 1e-4  # float32 features
-    elif kernel_name == "Gauss":
-        kernel, grid = dn.GaussianKernel(), ells
-    else:
-        kernel, grid = dn.LaplacianKernel(), ells
-    if kind == "SOSREP":
-        return dn.SOSREP(kernel, lr=1 / 3, max_iter=150, seed=seed, tol=tol), np.asarray(grid)
-    return dn.KDE(kernel), np.asarray(grid)
-
-
-def _anomaly_score(est, kind: str, kernel_name: str, Xte: np.ndarray) -> np.ndarray:
-    if kind == "KDE" and kernel_name == "SDO":  # signed density without its constant factor
-        return -est.expansion_.raw_value(est._check_X(Xte)).double().numpy()
-    return -est.score_samples(Xte)
-
-
+# -- methods: the harness's (experiments.adbench.fit_density, both protocols) -----------------
 def density_method(name: str, Xtr, Xte, yte, seed: int) -> tuple[float, dict]:
+    """A density method of the harness ("SOSREP-SDO", "SOSREP-Lap/T", ...): the fit, the
+    selection under either protocol and the scores are ``experiments.adbench``'s
+    (:func:`~experiments.adbench.fit_density`); transductive rows also record the AUC-ROC of
+    rule "min" on the same curve."""
     from sklearn.metrics import roc_auc_score
 
     import density as dn
 
-    transductive = name.endswith("/T")
-    kind, kernel_name = name.removesuffix("/T").split("-")
-    r = max(nn_spacing(Xtr, seed), median_distance(Xtr, seed) / 8)
-    factors = TRANSDUCTIVE_FACTORS if transductive else INDUCTIVE_FACTORS
-    est, grid = _estimator(kind, kernel_name, Xtr.shape[1], seed, r * np.asarray(factors))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if transductive:
-            sel = dn.select_bandwidth(est, Xtr, grid, X_select=Xte, rule="first_stable")
-        else:
-            sel = dn.select_bandwidth(est, Xtr, grid, validation_fraction=0.2, seed=seed)
-    auc = float(roc_auc_score(yte, _finite(_anomaly_score(sel, kind, kernel_name, Xte))))
+    transductive = name.endswith(TRANSDUCTIVE_SUFFIX)
+    kind, kernel_name = name.removesuffix(TRANSDUCTIVE_SUFFIX).split("-")
+    protocol = "transductive" if transductive else "inductive"
+    sel, grid, log_grid, factors, r = fit_density(kind, kernel_name, Xtr, Xte, seed,
+                                                  protocol=protocol)  # fmt: skip
+    auc = float(roc_auc_score(yte, _finite(density_anomaly_scores(sel, kind, kernel_name, Xte))))
     pick = int(np.flatnonzero(grid == sel.bandwidth_)[0])
     info = {
         "nn_spacing": r,
@@ -137,11 +94,11 @@ def density_method(name: str, Xtr, Xte, yte, seed: int) -> tuple[float, dict]:
         if i_min == pick:
             info["min_auc"] = auc
         else:
-            param = est.kernel.bandwidth_param
+            est = density_estimator(kind, kernel_name, seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                m = est.set_params(**{f"kernel__{param}": float(grid[i_min])}).fit(Xtr)
-            s = _finite(_anomaly_score(m, kind, kernel_name, Xte))
+                m = dn.bandwidth_setter(est.kernel, log_grid)(est, float(grid[i_min])).fit(Xtr)
+            s = _finite(density_anomaly_scores(m, kind, kernel_name, Xte))
             info["min_auc"] = float(roc_auc_score(yte, s))
     return auc, info
 

@@ -12,6 +12,7 @@ from importlib import import_module
 # scikit-learn; the map says which module holds each name.
 _EXPORTS = {
     "FisherEstimate": "_bandwidth",
+    "bandwidth_setter": "_bandwidth",
     "first_stable_minimum": "_bandwidth",
     "fisher_objective": "_bandwidth",
     "select_bandwidth": "_bandwidth",
@@ -40,6 +41,7 @@ __all__ = [
     "SOSREP",
     "SOSREPSolution",
     "VectorKernel",
+    "bandwidth_setter",
     "first_stable_minimum",
     "fisher_objective",
     "sdo_default_m",

@@ -49,7 +49,13 @@ from ._kde import KDE
 from ._sosrep import SOSREP
 from ._validation import as_data, check_fraction, check_int
 
-__all__ = ["select_bandwidth", "fisher_objective", "FisherEstimate", "first_stable_minimum"]
+__all__ = [
+    "FisherEstimate",
+    "bandwidth_setter",
+    "first_stable_minimum",
+    "fisher_objective",
+    "select_bandwidth",
+]
 
 
 @dataclass
@@ -150,6 +156,32 @@ def fisher_objective(
     return FisherEstimate(float(arr.mean()), float(arr.std(ddof=1) / np.sqrt(len(arr))), X.shape[0])
 
 
+def bandwidth_setter(kernel, log_grid: bool = False):
+    """``set(estimator, value)`` setting ``value`` as the bandwidth of ``estimator.kernel``:
+    on the kernel's ``log_bandwidth_param`` with ``log_grid`` (a ValueError for a kernel
+    without one), else on its ``bandwidth_param``; the other of the two (when the kernel has
+    both) is reset to None so the two never contradict. The parameter's name is
+    ``set.param``."""
+    if log_grid:
+        param, other = kernel.log_bandwidth_param, kernel.bandwidth_param
+        if param is None:
+            raise ValueError(
+                f"`log_grid` needs a kernel with a log-space bandwidth (SDOKernel's log_a); "
+                f"{type(kernel).__name__} takes `{kernel.bandwidth_param}` values (log_grid=False)"
+            )
+    else:
+        param, other = kernel.bandwidth_param, kernel.log_bandwidth_param
+
+    def set_bandwidth(estimator, value: float):
+        params = {f"kernel__{param}": float(value)}
+        if other is not None:
+            params[f"kernel__{other}"] = None
+        return estimator.set_params(**params)
+
+    set_bandwidth.param = param
+    return set_bandwidth
+
+
 #: Selection rules of :func:`select_bandwidth`.
 RULES = ("min", "first_stable")
 
@@ -210,6 +242,7 @@ def select_bandwidth(
     method: str = "closed",
     n_probes: int = 64,
     smoothing: float | None = None,
+    log_grid: bool = False,
 ):
     r"""Choose the kernel bandwidth of ``estimator`` (SOSREP or KDE) from ``grid``.
 
@@ -240,8 +273,16 @@ def select_bandwidth(
     scored on the mollified model (``smoothing``, module docstring). A choice at either end of
     the grid warns (extend the grid).
 
+    ``log_grid``: the grid holds the *logs* of the bandwidths, set on the kernel's
+    ``log_bandwidth_param`` (``log_a`` of :class:`SDOKernel`, whose :math:`a = \ell^{2m}`
+    leaves the float64 range at large d: every value of a log grid is representable); kernels
+    without one (Gaussian, Laplacian, whose sigma is always representable) raise. A grid of
+    bandwidths (``log_grid=False``) must hold positive finite values.
+
     Returns a clone of ``estimator`` fitted on all of X with the chosen bandwidth, carrying
-    ``bandwidth_`` (the chosen value), ``bandwidth_grid_`` and ``bandwidth_scores_`` (the
+    ``bandwidth_`` (the chosen value, in the grid's units: a log with ``log_grid``),
+    ``bandwidth_param_`` (the kernel parameter it was set on, e.g. "a" or "log_a"),
+    ``bandwidth_grid_`` and ``bandwidth_scores_`` (the
     objective per grid value, in the order of ``grid``), ``bandwidth_protocol_``
     ("inductive" or "transductive"), ``bandwidth_rule_``, ``bandwidth_fallback_`` (True when
     "first_stable" found no stable minimum), ``n_duplicates_excluded_``,
@@ -255,8 +296,14 @@ def select_bandwidth(
     grid = [float(g) for g in np.atleast_1d(np.asarray(grid, dtype=float))]
     if not grid:
         raise ValueError("`grid` is empty")
-    if not all(np.isfinite(g) and g > 0 for g in grid):
-        raise ValueError(f"`grid` must hold positive finite bandwidths, got {grid}")
+    set_bandwidth = bandwidth_setter(estimator.kernel, log_grid)
+    if log_grid and not all(np.isfinite(g) for g in grid):
+        raise ValueError(f"`grid` (log_grid=True) must hold finite log bandwidths, got {grid}")
+    if not log_grid and not all(np.isfinite(g) and g > 0 for g in grid):
+        raise ValueError(
+            f"`grid` must hold positive finite bandwidths, got {grid}; a bandwidth outside the "
+            "float64 range (SDO's a = l^(2m) at large d) is given by its log with log_grid=True"
+        )
     transductive = X_select is not None
     if transductive:
         Xt = as_data(X, "X", min_samples=2)
@@ -276,7 +323,6 @@ def select_bandwidth(
             raise ValueError(f"`X` has {n} rows: too few to hold out {n_val} for validation")
         perm = torch.from_numpy(np.random.default_rng(seed).permutation(n))
         X_fit, X_val = Xt[perm[n_val:]], Xt[perm[:n_val]]
-    param = estimator.kernel.bandwidth_param
     _resolve_smoothing(estimator.kernel, smoothing)
     scale = float((Xt.max(0).values - Xt.min(0).values).norm())
     tie_radius = 1e-9 * (scale if scale > 0 else 1.0)
@@ -296,7 +342,7 @@ def select_bandwidth(
     scores = []
     fitted = {}  # transductive: the grid fits are on all of X, the chosen one is kept
     for i, value in enumerate(grid):
-        est = clone(estimator).set_params(**{f"kernel__{param}": value})
+        est = set_bandwidth(clone(estimator), value)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -335,10 +381,11 @@ def select_bandwidth(
     if transductive:
         final = fitted[i_best]
     else:
-        final = clone(estimator).set_params(**{f"kernel__{param}": best}).fit(Xt)
+        final = set_bandwidth(clone(estimator), best).fit(Xt)
     final.n_duplicates_excluded_ = n_dup
     final.bandwidth_at_edge_ = at_edge
     final.bandwidth_ = best
+    final.bandwidth_param_ = set_bandwidth.param
     final.bandwidth_grid_ = np.asarray(grid)
     final.bandwidth_scores_ = arr
     final.bandwidth_protocol_ = "transductive" if transductive else "inductive"

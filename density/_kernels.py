@@ -47,6 +47,9 @@ class VectorKernel(BaseEstimator, ABC):
     """
 
     bandwidth_param: str = ""
+    #: The bandwidth in log space (any real), for kernels whose bandwidth can leave the
+    #: float64 range (SDO: ``log_a``); None where the bandwidth itself is always representable.
+    log_bandwidth_param: str | None = None
     random_features: bool = False
     nonnegative: bool = True
     #: True when Delta_x k(c, x) is singular at x = c (non-smooth kernels).
@@ -72,6 +75,10 @@ class VectorKernel(BaseEstimator, ABC):
     def _fit(self, d: int) -> None:
         pass
 
+    def bandwidth_label(self) -> str:
+        """The bandwidth as set, for messages (``"sigma = 0.5"``)."""
+        return f"{self.bandwidth_param} = {getattr(self, self.bandwidth_param)!r}"
+
     def _to(self, X) -> torch.Tensor:
         return torch.as_tensor(X).to(device=self.device_, dtype=self.dtype_)
 
@@ -89,7 +96,8 @@ class VectorKernel(BaseEstimator, ABC):
             )
         )
         if self.random_features:
-            return math.exp(self.log_scale_) * (self._features(X) @ self._features(Y).T)
+            raw = self._features(X) @ self._features(Y).T
+            return scale_in_log_space(raw, self.log_scale_, self, "the kernel's values")
         return self._log_k(X, Y).exp()
 
     @abstractmethod
@@ -123,6 +131,30 @@ class VectorKernel(BaseEstimator, ABC):
     ) -> Expansion:
         r""":math:`f(x) = e^{s} \sum_i w_i k(c_i, x)` (centres (N, d), weights (N,), s given)."""
         return Expansion(self, centres, weights, log_weight_scale)
+
+
+def scale_in_log_space(
+    raw: torch.Tensor, log_factor: float, kernel: VectorKernel, what: str
+) -> torch.Tensor:
+    r""":math:`e^{\lambda}\,r` for a tensor r and :math:`\lambda` = ``log_factor``, formed as
+    :math:`\mathrm{sign}(r)\,e^{\log|r| + \lambda}` (no intermediate :math:`e^{\lambda}`,
+    which over- or underflows long before the product does). Where a nonzero entry of the
+    product is outside the range of r's dtype (inf, or 0 from a nonzero r) a ValueError names
+    ``what``, the dimension and the kernel's bandwidth: never inf or 0 in the value's place."""
+    if log_factor == 0.0:
+        return raw
+    if abs(log_factor) < 700.0:  # the factor itself is a normal float64
+        out = raw * math.exp(log_factor)
+    else:
+        out = torch.sign(raw) * torch.exp(torch.log(torch.abs(raw)) + log_factor)
+    if not bool(torch.isfinite(out).all()) or bool(((out == 0) & (raw != 0)).any()):
+        raise ValueError(
+            f"{what} lie outside the {str(raw.dtype).removeprefix('torch.')} range: the "
+            f"constant factor is exp({log_factor:.6g}) for {type(kernel).__name__} at "
+            f"d = {kernel.n_features_in_}, {kernel.bandwidth_label()}; use the log-space "
+            "results (score_samples, log_abs_value)"
+        )
+    return out
 
 
 class Expansion:
@@ -168,8 +200,9 @@ class Expansion:
         return torch.cat([k._log_k(x, self.centres).exp() @ self.weights for x in self._chunks(X)])
 
     def value(self, X: torch.Tensor) -> torch.Tensor:
-        """f(X): Tensor of shape (n,)."""
-        return math.exp(self.log_factor) * self.raw_value(X)
+        """f(X): Tensor of shape (n,); a ValueError (naming d and the bandwidth) where a
+        nonzero value lies outside the float range (:func:`scale_in_log_space`)."""
+        return scale_in_log_space(self.raw_value(X), self.log_factor, self.kernel, "values of f")
 
     def log_abs_value(self, X: torch.Tensor) -> torch.Tensor:
         r""":math:`\log |f(x)|` (n,): log-sum-exp for positive weights on an exact kernel (no

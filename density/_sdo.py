@@ -39,15 +39,19 @@ def sdo_default_m(d: int) -> int:
     return d // 2 + 1
 
 
-def sdo_log_scale(a: float, d: int, m: int) -> float:
+def sdo_log_scale(a: float | None, d: int, m: int, *, log_a: float | None = None) -> float:
     r""":math:`\log k_a(x, x) = \log\bigl(|S^{d-1}| (2\pi)^{-d} a^{-d/(2m)} \pi /
-    (2m \sin(\pi d / (2m)))\bigr)`."""
+    (2m \sin(\pi d / (2m)))\bigr)`; ``log_a`` in place of ``a`` (pass ``a=None``) for an
+    ``a`` outside the float64 range."""
+    if (a is None) == (log_a is None):
+        raise ValueError("give exactly one of `a` and `log_a`")
+    log_a = math.log(a) if log_a is None else float(log_a)
     p = d / (2 * m)
     log_sphere = math.log(2.0) + 0.5 * d * math.log(math.pi) - math.lgamma(0.5 * d)
     return (
         log_sphere
         - d * math.log(2 * math.pi)
-        - p * math.log(a)
+        - p * log_a
         + math.log(math.pi)
         - math.log(2 * m)
         - math.log(math.sin(math.pi * p))
@@ -65,10 +69,15 @@ def _log_gamma_sample(rng: np.random.Generator, shape: float, size: int) -> np.n
 class SDOKernel(VectorKernel):
     r"""Random Fourier features of the SDO kernel :math:`k_a` (module docstring for the formula).
 
-    Parameters: ``a`` > 0 (bandwidth: length scale :math:`a^{1/(2m)}`), ``m`` (integer > d/2,
-    default floor(d/2) + 1), ``n_features`` D, ``seed``. Features are drawn at ``fit`` and
-    reused for every later evaluation; only ``a`` rescales them, so
-    ``clone(k).set_params(a=...)`` with the same seed shares the base draw.
+    Parameters: ``a`` > 0 (bandwidth: length scale :math:`\ell = a^{1/(2m)}`; default 1),
+    or instead ``log_a`` = :math:`\log a` (any real; the bandwidth in log space, for large d,
+    where :math:`a = \ell^{2m}` leaves the float64 range: :math:`\ell = 4`, d = 1,555 gives
+    :math:`a = 4^{1556}`); giving both is a ValueError. ``m`` (integer > d/2, default
+    floor(d/2) + 1), ``n_features`` D, ``seed``. Features are drawn at ``fit`` and reused for
+    every later evaluation; only ``a`` rescales them, so ``clone(k).set_params(a=...)`` with the
+    same seed shares the base draw. The scale :math:`k_a(x, x)` is kept in log space
+    (``log_scale_``); ``gram`` raises a ValueError naming d and the bandwidth where the kernel's
+    values themselves lie outside the float64 range.
 
     >>> import torch
     >>> k = SDOKernel(a=1.0, n_features=20000, seed=0).fit(torch.zeros(1, 1))
@@ -77,16 +86,18 @@ class SDOKernel(VectorKernel):
     """
 
     bandwidth_param = "a"
+    log_bandwidth_param = "log_a"
     random_features = True
     nonnegative = False
 
     def __init__(
         self,
-        a: float = 1.0,
+        a: float | None = None,
         m: int | None = None,
         n_features: int = 10_000,
         seed: int = 0,
         *,
+        log_a: float | None = None,
         device=None,
         dtype=None,
     ):
@@ -95,9 +106,19 @@ class SDOKernel(VectorKernel):
         self.m = m
         self.n_features = n_features
         self.seed = seed
+        self.log_a = log_a
 
     def _check_params(self) -> None:
-        check_positive(self.a, "a")
+        if self.a is not None and self.log_a is not None:
+            raise ValueError(
+                f"give `a` or `log_a`, not both (got a={self.a!r}, log_a={self.log_a!r})"
+            )
+        if self.log_a is None:
+            check_positive(1.0 if self.a is None else self.a, "a")
+        elif isinstance(self.log_a, bool) or not (
+            isinstance(self.log_a, (int, float)) and math.isfinite(self.log_a)
+        ):
+            raise ValueError(f"`log_a` must be a finite real number, got {self.log_a!r}")
         check_int(self.n_features, "n_features")
         check_int(self.seed, "seed", minimum=0)
         if self.m is not None:
@@ -117,15 +138,26 @@ class SDOKernel(VectorKernel):
         p = d / (2 * m)
         log_u = _log_gamma_sample(rng, p, D) - _log_gamma_sample(rng, 1.0 - p, D)
         phases = rng.uniform(0.0, 2 * math.pi, size=D)
-        log_r = (log_u - math.log(self.a)) / (2 * m) - math.log(2 * math.pi)
+        self.log_a_ = self._log_a()
+        log_r = (log_u - self.log_a_) / (2 * m) - math.log(2 * math.pi)
         radius = np.exp(log_r)
         # store 2 pi z directly: phi(x) = sqrt(2/D) cos(x @ omega.T + b), omega = 2 pi z
         self.omega_ = torch.as_tensor(2 * math.pi * radius[:, None] * theta).to(
             self.device_, self.dtype_
         )
         self.phases_ = torch.as_tensor(phases).to(self.device_, self.dtype_)
-        self.log_scale_ = sdo_log_scale(float(self.a), d, m)
+        self.log_scale_ = sdo_log_scale(None, d, m, log_a=self.log_a_)
         self._feat_norm = math.sqrt(2.0 / D)
+
+    def _log_a(self) -> float:
+        if self.log_a is not None:
+            return float(self.log_a)
+        return math.log(1.0 if self.a is None else float(self.a))
+
+    def bandwidth_label(self) -> str:
+        if self.log_a is not None:
+            return f"log_a = {float(self.log_a):.6g}"
+        return f"a = {1.0 if self.a is None else float(self.a):.6g}"
 
     def log_integral(self) -> float:
         return 0.0
@@ -135,7 +167,7 @@ class SDOKernel(VectorKernel):
         depends on x - y only through :math:`(x - y)/\ell` (times :math:`\ell^{-d}`), and the
         frequencies satisfy :math:`|\omega_j|\,\ell = u_j^{1/(2m)}` with :math:`u_j` the
         beta-prime draw."""
-        return float(self.a) ** (1.0 / (2 * self.m_))
+        return math.exp(self.log_a_ / (2 * self.m_))
 
     def _features(self, X: torch.Tensor) -> torch.Tensor:
         """Normalised features (n, D): k_a(x, y) ~ exp(log_scale_) phi(x) . phi(y)."""

@@ -19,7 +19,8 @@ else ``DEFAULT_DATA_DIR`` relative to the repository root. Methods are tables
 
 Bandwidths of SOSREP/KDE are chosen by the Fisher divergence on a held-out 20 % of the training
 part (``density.select_bandwidth``: duplicates of fit points left out, SDO scored on the
-mollified model) over length scales l in r * {1, 2, 4, 8} (sigma = l; SDO a = l^(2 m_SDO)),
+mollified model) over length scales l in r * {1, 2, 4, 8} (sigma = l; SDO log a = 2 m_SDO log l,
+a grid in log space: a = l^(2m) itself leaves the float64 range at large d),
 where r is the median nearest-neighbour distance of the training part (distinct points), the
 smallest scale the sample resolves, floored at 1/8 of the median pairwise distance (near-ties
 of quantised data). Below it the held-out Fisher divergence keeps falling on these data, to
@@ -32,7 +33,21 @@ linearised contraction, see ``_density_method``).
 factors, the Fisher selection on a wide grid, clean-training variants) and
 ``report --sensitivity`` summarises them.
 
+``--protocol transductive`` selects the bandwidths the SOSREP paper's way instead: fitted on
+the training part, scored on the test part's features (no labels), grid r * 2^-3 .. r * 2^4,
+rule "first_stable" (``fit_density``); those rows are named with "/T" ("SOSREP-SDO/T"), so
+both protocols share a store; PyOD rows are the same under both.
+
 COF and SOD (quadratic, Python loops) are skipped above ``QUADRATIC_MAX_TRAIN`` training rows.
+Every cell runs under a wall-clock limit (``--cell-timeout``, default
+``DEFAULT_CELL_TIMEOUT`` s; 0: none) in a child process that is killed when the limit passes:
+the row records the failure ("timeout", or "died" for a child killed e.g. for memory) and the
+run goes on. The scale helpers (``median_distance``, ``nn_spacing``) are blocked over rows
+within ``max_memory`` bytes (``sqdist_blocks``).
+
+Options, data folder and every data file (``X`` 2-D and finite, ``y`` 0/1 per row, at least 2
+rows of each class in every seed's subsample and both classes in its test part) are checked
+before the store is created: a problem is one line ``error: ...`` and exit status 2.
 
 Modules: ``_data`` (files, split, scales), ``_methods`` (the method tables), ``_store``
 (the results table), ``_run`` (plan, cell, run), ``_report`` (tables).
@@ -46,12 +61,16 @@ from .._options import ConfigError, add_arguments, from_namespace
 from ._data import (
     DEFAULT_DATA_DIR,
     MAX_ROWS,
+    check_dataset,
     data_dir,
     list_datasets,
     load_split,
     median_distance,
     nn_spacing,
+    read_npz,
     resolve_names,
+    split_indices,
+    sqdist_blocks,
 )
 from ._methods import (
     ALL_METHODS,
@@ -61,13 +80,20 @@ from ._methods import (
     QUADRATIC_MAX_TRAIN,
     SENSITIVITY_FACTORS,
     TABLE_METHODS,
+    TRANSDUCTIVE_FACTORS,
+    TRANSDUCTIVE_METHODS,
     WIDE_FACTORS,
     Method,
     PyODEntry,
     SkippedError,
     _factor_tag,
+    density_anomaly_scores,
+    density_estimator,
     expand_methods,
+    fit_density,
+    length_floor,
     register_method,
+    under_protocol,
 )
 from ._report import ReportOptions, report, sensitivity_table, table
 from ._run import DEFAULT_DB, ADBenchOptions, plan, run, run_cell
@@ -90,23 +116,35 @@ __all__ = [
     "SENSITIVITY_FACTORS",
     "SkippedError",
     "TABLE_METHODS",
+    "TRANSDUCTIVE_FACTORS",
+    "TRANSDUCTIVE_METHODS",
+    "UsageExit",
     "WIDE_FACTORS",
     "build_parser",
+    "check_dataset",
     "data_dir",
+    "density_anomaly_scores",
+    "density_estimator",
     "expand_methods",
+    "fit_density",
+    "length_floor",
     "list_datasets",
     "load_split",
     "main",
     "median_distance",
     "nn_spacing",
     "plan",
+    "read_npz",
     "register_method",
     "report",
     "resolve_names",
     "run",
     "run_cell",
     "sensitivity_table",
+    "split_indices",
+    "sqdist_blocks",
     "table",
+    "under_protocol",
     "_factor_tag",
 ]
 
@@ -125,9 +163,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class UsageExit(SystemExit):
+    """Exit status 2 (a bad option, data file or store, found before any work) whose text is
+    the one-line message; :func:`main` has printed it on stderr."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.code = 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    """The ADBench command line; an unusable option, data folder or store raises SystemExit
-    with one line ``error: ...``; a signal stops a run cleanly (exit 128 + the signal)."""
+    """The ADBench command line. An unusable option, data folder, data file or store: one
+    line ``error: ...`` on stderr and exit status 2 (:class:`UsageExit`), before the store is
+    created; a run that cannot go on (a worker process died): exit status 1; a signal stops a
+    run cleanly (exit 128 + the signal)."""
+    import sys
+
     from .._executor import RunError, RunInterrupted
     from .._store import StoreError
 
@@ -142,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
             build_parser().print_help()
     except RunInterrupted as exc:
         return exc.report("runs")
-    except (ConfigError, StoreError, RunError) as exc:
+    except (ConfigError, StoreError) as exc:
+        message = "error: " + " ".join(str(exc).split())
+        print(message, file=sys.stderr)
+        raise UsageExit(message) from None
+    except RunError as exc:
         raise SystemExit("error: " + " ".join(str(exc).split())) from None
     return 0

@@ -26,6 +26,7 @@ nothing more is needed.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,18 +40,26 @@ __all__ = [
     "DIAGNOSTIC_METHODS",
     "METHODS",
     "Method",
+    "PROTOCOLS",
     "PYOD",
     "PyODEntry",
     "QUADRATIC_MAX_TRAIN",
     "SENSITIVITY_FACTORS",
     "SkippedError",
     "TABLE_METHODS",
+    "TRANSDUCTIVE_FACTORS",
+    "TRANSDUCTIVE_METHODS",
     "WIDE_FACTORS",
+    "bandwidth_grid",
+    "density_anomaly_scores",
+    "density_estimator",
     "expand_methods",
+    "fit_density",
+    "length_floor",
     "register_method",
+    "under_protocol",
 ]
 
-LENGTH_FACTORS = (1.0, 2.0, 4.0, 8.0)
 #: COF and SOD (quadratic, Python loops) are skipped above this many training rows.
 QUADRATIC_MAX_TRAIN = 2000
 
@@ -77,63 +86,145 @@ class Method:
 
 
 # -- SOSREP and KDE --------------------------------------------------------------------------
-def _density_method(kind: str, kernel_name: str, n_features: int = 10_000,
-                    factors=LENGTH_FACTORS) -> Method:  # fmt: skip
-    """SOSREP or KDE with the kernel ``kernel_name`` (SDO, Gauss, Lap), the bandwidth chosen
-    by the Fisher divergence on a held-out 20 % over l = r x ``factors`` (one factor: fixed)."""
+#: The bandwidth-selection protocols of the density methods (``--protocol``).
+PROTOCOLS = ("inductive", "transductive")
+#: Length factors l / r of the inductive protocol (held-out 20 % of the training part).
+LENGTH_FACTORS = (1.0, 2.0, 4.0, 8.0)
+INDUCTIVE_FACTORS = LENGTH_FACTORS
+#: Length factors l / r of the transductive protocol (the SOSREP paper's: r x 2^-3 .. r x 2^4).
+TRANSDUCTIVE_FACTORS = tuple(2.0**k for k in range(-3, 5))
+#: Suffix of a density method's name under the transductive protocol ("SOSREP-SDO/T").
+TRANSDUCTIVE_SUFFIX = "/T"
+DENSITY_KINDS = ("SOSREP", "KDE")
+DENSITY_KERNELS = ("SDO", "Gauss", "Lap")
 
-    def run(Xtr: np.ndarray, Xte: np.ndarray, seed: int, device=None) -> tuple[np.ndarray, dict]:
-        import torch
 
+def length_floor(Xtr: np.ndarray, seed: int, *, max_memory: int | None = None) -> float:
+    """r = max(median nearest-neighbour distance, median pairwise distance / 8) of the
+    training rows (memory-bounded helpers of ``_data``): the smallest length scale the sample
+    resolves; the floor guards quantised data (shuttle, ALOI), whose near-ties shrink the
+    nearest-neighbour spacing to the quantisation step, where exact kernels underflow."""
+    return max(
+        nn_spacing(Xtr, seed, max_memory=max_memory),
+        median_distance(Xtr, seed, max_memory=max_memory) / 8,
+    )
+
+
+def density_estimator(kind: str, kernel_name: str, seed: int, device=None,
+                      n_features: int = 10_000):  # fmt: skip
+    """The unfitted SOSREP or KDE of the harness with kernel ``kernel_name`` (SDO, Gauss,
+    Lap). SDO: ``n_features`` float32 random features (SOSREP tol 1e-4, float32 resolution);
+    SOSREP: lr = 1/3, at most 150 steps (the fastest linearised contraction: near the fixed
+    point the error contracts by max(|1 - 2s|, |1 - s(1 + l)|) per step, s = 2 lr, l in
+    [0, 1] the spectrum of N diag(alpha) K diag(alpha), which s = 2/3 minimises; converged
+    fits take 10-40 steps, an unconverged grid fit is dropped from the selection and an
+    unconverged final fit is flagged in ``info``)."""
+    import torch
+
+    import density as dn
+
+    if kind not in DENSITY_KINDS or kernel_name not in DENSITY_KERNELS:
+        raise ValueError(f"unknown density method {kind}-{kernel_name}")
+    tol = 1e-6
+    if kernel_name == "SDO":
+        kernel = dn.SDOKernel(n_features=n_features, seed=seed, dtype=torch.float32)
+        tol = 1e-4  # float32 features: f(x_i) carries ~1e-6 relative rounding
+    elif kernel_name == "Gauss":
+        kernel = dn.GaussianKernel()
+    else:
+        kernel = dn.LaplacianKernel()
+    if kind == "SOSREP":
+        return dn.SOSREP(kernel, lr=1 / 3, max_iter=150, seed=seed, tol=tol, device=device)
+    return dn.KDE(kernel, device=device)
+
+
+def bandwidth_grid(kernel_name: str, d: int, ells) -> tuple[np.ndarray, bool]:
+    r"""(grid, log_grid) for length scales ``ells`` in d dimensions: sigma = l for the exact
+    kernels; for SDO the grid of :math:`\log a = 2m \log l` (``log_grid`` True), in log space
+    because :math:`a = l^{2m}` leaves the float64 range at large d (l = 4, d = 1,555:
+    :math:`4^{1556}`)."""
+    ells = np.asarray(ells, dtype=float)
+    if kernel_name == "SDO":
         import density as dn
 
-        # floor: the nn spacing, but not below 1/8 of the median pairwise distance (quantised
-        # data such as shuttle or ALOI have near-ties that shrink the nn spacing to the
-        # quantisation step, where exact kernels underflow at held-out points)
-        r = max(nn_spacing(Xtr, seed), median_distance(Xtr, seed) / 8)
-        ells = r * np.asarray(factors)
-        d = Xtr.shape[1]
-        tol = 1e-6
-        if kernel_name == "SDO":
-            m = dn.sdo_default_m(d)
-            kernel = dn.SDOKernel(n_features=n_features, seed=seed, dtype=torch.float32)
-            grid = ells ** (2 * m)
-            tol = 1e-4  # float32 features: f(x_i) carries ~1e-6 relative rounding
-        elif kernel_name == "Gauss":
-            kernel, grid = dn.GaussianKernel(), ells
+        return 2 * dn.sdo_default_m(d) * np.log(ells), True
+    return ells, False
+
+
+def fit_density(kind: str, kernel_name: str, Xtr: np.ndarray, Xte: np.ndarray, seed: int,
+                device=None, *, protocol: str = "inductive", factors=None,
+                n_features: int = 10_000):  # fmt: skip
+    """The density method's fit: (fitted estimator, grid, log_grid, factors, r).
+
+    The bandwidth is chosen by the Fisher divergence (``density.select_bandwidth``) over
+    length scales l = r x ``factors`` (r: :func:`length_floor`):
+
+    * ``protocol="inductive"`` (default factors :data:`INDUCTIVE_FACTORS`, rule "min"):
+      scored on a held-out 20 % of the training part, refitted on all of it; only the
+      training rows are used.
+    * ``protocol="transductive"`` (the SOSREP paper's; default factors
+      :data:`TRANSDUCTIVE_FACTORS`, rule "first_stable" with window 2): fitted on the
+      training part, scored on the test part's features ``Xte`` (no labels).
+
+    One factor: that length scale, fitted without selection (both protocols alike)."""
+    import density as dn
+
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"`protocol` must be one of {PROTOCOLS}, got {protocol!r}")
+    if factors is None:
+        factors = TRANSDUCTIVE_FACTORS if protocol == "transductive" else INDUCTIVE_FACTORS
+    r = length_floor(Xtr, seed)
+    grid, log_grid = bandwidth_grid(kernel_name, Xtr.shape[1], r * np.asarray(factors))
+    est = density_estimator(kind, kernel_name, seed, device, n_features)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if len(grid) == 1:  # a fixed bandwidth: no selection
+            est = dn.bandwidth_setter(est.kernel, log_grid)(est, float(grid[0])).fit(Xtr)
+            est.bandwidth_, est.bandwidth_scores_ = float(grid[0]), np.array([np.nan])
+            est.bandwidth_fallback_ = False
+        elif protocol == "transductive":
+            est = dn.select_bandwidth(est, Xtr, grid, X_select=Xte, rule="first_stable",
+                                      log_grid=log_grid)  # fmt: skip
         else:
-            kernel, grid = dn.LaplacianKernel(), ells
-        # lr = 1/3: near the fixed point the error contracts by max(|1 - 2s|, |1 - s(1 + l)|)
-        # per step (s = 2 lr, l in [0, 1] the spectrum of N diag(alpha) K diag(alpha)), which
-        # s = 2/3 minimises (1/3 per step; lr = 0.1 gives 0.8): ~4x fewer steps, same alpha
-        # (converged fits take 10-40 steps; a fit still unconverged after 150 is dropped from the
-        # selection, and a final refit that does not converge is flagged in `info`)
-        if kind == "SOSREP":
-            est = dn.SOSREP(kernel, lr=1 / 3, max_iter=150, seed=seed, tol=tol, device=device)
-        else:
-            est = dn.KDE(kernel, device=device)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if len(grid) > 1:
-                est = dn.select_bandwidth(est, Xtr, grid, validation_fraction=0.2, seed=seed)
-            else:  # a fixed bandwidth: no selection
-                param = est.kernel.bandwidth_param
-                est = est.set_params(**{f"kernel__{param}": float(grid[0])}).fit(Xtr)
-                est.bandwidth_, est.bandwidth_scores_ = float(grid[0]), np.array([np.nan])
-        if kind == "KDE" and kernel_name == "SDO":
-            # signed density without its constant factor exp(log_factor), which over- or
-            # underflows for large d (d = 64, 100): same ranking, also where the estimate <= 0
-            score = -est.expansion_.raw_value(est._check_X(Xte)).double().cpu().numpy()
-        else:
-            score = -est.score_samples(Xte)
+            est = dn.select_bandwidth(est, Xtr, grid, validation_fraction=0.2, seed=seed,
+                                      log_grid=log_grid)  # fmt: skip
+    return est, grid, log_grid, tuple(factors), r
+
+
+def density_anomaly_scores(est, kind: str, kernel_name: str, Xte: np.ndarray) -> np.ndarray:
+    """Anomaly scores (higher = more anomalous) of a fitted density method on Xte: minus the
+    log (pre-)density; for KDE-SDO minus the signed estimate without its constant factor
+    (which over- or underflows at large d): the same ranking, also where the estimate <= 0."""
+    if kind == "KDE" and kernel_name == "SDO":
+        return -est.expansion_.raw_value(est._check_X(Xte)).double().cpu().numpy()
+    return -est.score_samples(Xte)
+
+
+def _density_method(kind: str, kernel_name: str, n_features: int = 10_000,
+                    factors=None, protocol: str = "inductive") -> Method:  # fmt: skip
+    """SOSREP or KDE with the kernel ``kernel_name`` (SDO, Gauss, Lap), the bandwidth chosen
+    by :func:`fit_density` under ``protocol`` (one factor: fixed)."""
+
+    def run(Xtr: np.ndarray, Xte: np.ndarray, seed: int, device=None) -> tuple[np.ndarray, dict]:
+        est, grid, log_grid, facs, r = fit_density(
+            kind, kernel_name, Xtr, Xte, seed, device, protocol=protocol, factors=factors,
+            n_features=n_features,
+        )  # fmt: skip
+        score = density_anomaly_scores(est, kind, kernel_name, Xte)
         pick = int(np.flatnonzero(np.asarray(grid) == est.bandwidth_)[0])
+        log_bw = float(est.bandwidth_) if log_grid else math.log(est.bandwidth_)
         info = {
-            "bandwidth": est.bandwidth_,
+            # the kernel's bandwidth (SDO: a), None where it is outside float64 (large d)
+            "bandwidth": math.exp(log_bw) if -700 < log_bw < 700 else None,
+            "log_bandwidth": log_bw,
             "nn_spacing": r,
-            "length_factor": factors[pick],
+            "length_factor": facs[pick],
+            "protocol": protocol,
             "n_duplicates_excluded": getattr(est, "n_duplicates_excluded_", 0),
             "fisher": [None if not np.isfinite(v) else float(v) for v in est.bandwidth_scores_],
         }
+        if protocol == "transductive":
+            info["fallback"] = bool(est.bandwidth_fallback_)
         if kind == "SOSREP":
             info.update(n_iter=est.n_iter_, converged=bool(est.converged_))
         return score, info
@@ -262,7 +353,14 @@ for _kind in ("SOSREP", "KDE"):
     DIAGNOSTIC_METHODS[f"{_kind}-SDO@1-clean"] = Method(
         _fixed.score, train_on_normal=True, uses_device=True
     )
-ALL_METHODS: dict[str, Method] = {**METHODS, **DIAGNOSTIC_METHODS}
+#: The density methods of :data:`METHODS` under the transductive protocol (``--protocol
+#: transductive``; named with the suffix "/T", so both protocols share one store).
+TRANSDUCTIVE_METHODS: dict[str, Method] = {
+    f"{kind}-{kern}{TRANSDUCTIVE_SUFFIX}": _density_method(kind, kern, protocol="transductive")
+    for kind, kern in (("SOSREP", "SDO"), ("SOSREP", "Gauss"), ("SOSREP", "Lap"),
+                       ("KDE", "SDO"), ("KDE", "Gauss"))
+}  # fmt: skip
+ALL_METHODS: dict[str, Method] = {**METHODS, **DIAGNOSTIC_METHODS, **TRANSDUCTIVE_METHODS}
 
 
 def register_method(name: str, method: Method, *, diagnostic: bool = False) -> None:
@@ -278,11 +376,21 @@ def register_method(name: str, method: Method, *, diagnostic: bool = False) -> N
         TABLE_METHODS.append(name)
 
 
-def expand_methods(requested: list[str] | None) -> list[str]:
+def under_protocol(name: str, protocol: str = "inductive") -> str:
+    """The name of method ``name`` under ``protocol``: a density method with a transductive
+    variant ("SOSREP-SDO") becomes "SOSREP-SDO/T" under "transductive"; every other method
+    (PyOD, the fixed-bandwidth diagnostics, a name already ending in "/T") is itself."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"`protocol` must be one of {PROTOCOLS}, got {protocol!r}")
+    t = name + TRANSDUCTIVE_SUFFIX
+    return t if protocol == "transductive" and t in TRANSDUCTIVE_METHODS else name
+
+
+def expand_methods(requested: list[str] | None, protocol: str = "inductive") -> list[str]:
     """Method names, with the groups "main" (``METHODS``, the default) and "sensitivity"
-    (``DIAGNOSTIC_METHODS``) expanded."""
+    (``DIAGNOSTIC_METHODS``) expanded, each under ``protocol`` (:func:`under_protocol`)."""
     out: list[str] = []
     for m in requested or ["main"]:
         group = {"main": METHODS, "sensitivity": DIAGNOSTIC_METHODS}.get(m)
         out.extend(group if group is not None else [m])
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(under_protocol(m, protocol) for m in out))
