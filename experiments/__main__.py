@@ -52,13 +52,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_names(opts) -> None:
+    """Kernel and scorer names and data files, checked before anything heavy is imported (a
+    mistyped option is answered at once; the full checks follow in the runner)."""
+    import os
+
+    from ._grids import PRESETS, SCORER_NAMES
+    from ._options import ConfigError
+
+    grids = {name: None for preset in PRESETS.values() for name in preset.grids}
+    for n in opts.kernels or []:
+        if n not in grids:
+            raise ConfigError(f"unknown kernel {n!r}; kernels with grids: {', '.join(grids)}")
+    scorers = [*SCORER_NAMES, "knn", "mean_embedding", "ocsvm"]  # with the baselines
+    for n in opts.scorers or []:
+        if n not in scorers:
+            raise ConfigError(f"unknown scorer {n!r}; choose from {', '.join(scorers)}")
+    for spec in opts.datasets or []:
+        path = Path(spec)
+        looks_like_path = path.suffix.lower() in (".csv", ".npz", ".ts") or os.sep in spec
+        if looks_like_path and not path.exists():
+            raise FileNotFoundError(f"--dataset {spec}: no such file or folder")
+
+
 def _cmd_run(args) -> int:
     from ._options import RunOptions, from_namespace
+
+    opts = from_namespace(RunOptions, args)
+    _check_names(opts)
     from ._report import print_summary, run_notes, summary, write_report
     from ._runner import RunInterrupted, run_benchmark
     from ._store import ResultStore
 
-    opts = from_namespace(RunOptions, args)
     if opts.reference is not None:  # checked now, not after every cell was computed
         if not Path(opts.reference).is_file():
             raise FileNotFoundError(f"--reference {opts.reference}: no such file")

@@ -96,3 +96,21 @@ def _import_seconds(code: str) -> float:
 def test_start_fast_importtime(code):
     # the target, on a quiet machine: at most 1.5 s of imports
     assert _import_seconds(code) <= 1.5
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--kernels", "nope", "--store", "x.sqlite"],
+        ["run", "--scorers", "nope", "--store", "x.sqlite"],
+        ["run", "--dataset", "missing/nothing.csv", "--store", "x.sqlite"],
+    ],
+)
+def test_experiments_option_errors_come_before_heavy_imports(argv, tmp_path):
+    # a mistyped option is answered in well under a second: neither torch nor sklearn loads
+    code = (
+        "import os\nfrom experiments.__main__ import main\n"
+        f"os.chdir({str(tmp_path)!r})\nassert main({argv!r}) == 2\n"
+    )
+    assert loaded(code, ["torch", "sklearn", "tskernels", "novelty"]) == []
+    assert not (tmp_path / "x.sqlite").exists()
