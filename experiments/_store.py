@@ -165,7 +165,8 @@ def _lock_holder(st: os.stat_result) -> int | None:
             for line in f:
                 parts = line.split()
                 if len(parts) > 5 and parts[1] == "FLOCK" and parts[5] == want:
-                    return int(parts[4])
+                    pid = int(parts[4])
+                    return pid if pid > 0 else None  # 0: a process of another pid namespace
     except (OSError, ValueError):
         pass
     return None
@@ -179,14 +180,17 @@ def _acquire_lock(path: Path) -> tuple[int, int, int] | None:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         return None
-    fd = os.open(path, os.O_RDONLY)  # not inherited by child processes
     try:
-        st = os.fstat(fd)
-        key = (os.getpid(), st.st_dev, st.st_ino)
-        if key in _LOCKS:
-            _LOCKS[key][1] += 1
-            os.close(fd)
-            return key
+        fd = os.open(path, os.O_RDONLY)  # not inherited by child processes
+    except OSError as exc:
+        raise StoreError(f"cannot lock the store {path}: {exc.strerror}") from None
+    st = os.fstat(fd)
+    key = (os.getpid(), st.st_dev, st.st_ino)
+    if key in _LOCKS:
+        _LOCKS[key][1] += 1
+        os.close(fd)
+        return key
+    try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
