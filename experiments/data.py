@@ -14,9 +14,11 @@ sktime's ``write_ndarray_to_tsfile`` makes when given ``problem_name="<name>_TRA
   (``<Name>`` is the folder's name, or the only name there);
 - ``file.npz`` with ``X`` (n, T, d) and ``y``, or ``X_train``, ``y_train``, ``X_test``,
   ``y_test``;
-- ``file.csv`` in long format, one row per (series, time step), a header line and the
-  columns ``series id, time, channel 1, ..., channel d, label`` (an optional column named
-  ``split`` holding ``train``/``test``);
+- ``file.csv`` in long format, one row per (series, time step), a header line naming the
+  columns, read by name (:func:`novelty._io.read_series`): the series id (``id``, ``series``
+  or ``series_id``), the time (``time``, ``t``, ``timestamp`` or ``step``), the label
+  (``label``, ``class`` or ``y``), an optional ``split`` (``train``/``test``); every other
+  column is a channel. A missing column is an error naming the columns found;
 - ``sktime:NAME``: sktime's loader ``sktime.datasets.load_NAME`` (e.g.
   ``sktime:basic_motions``).
 
@@ -31,7 +33,6 @@ fingerprint (SHA-1 of its arrays and labels), so results of other data never mix
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import importlib.util
 import os
@@ -384,77 +385,36 @@ def _load_npz(path: Path, seed: int) -> UserData:
 
 
 def _load_csv(path: Path, seed: int) -> UserData:
+    """A long CSV read by column *names* (:func:`novelty._io.read_series`: id, time, channels,
+    label, optional split), never by position; the benchmark needs labels and finite values."""
+    from novelty._io import SeriesFileError, read_series
+
     where = str(path)
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{where}: cannot be read ({exc})") from None
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if len(rows) < 2:
-        raise DataError(f"{where}: needs a header line and data rows (series id, time, "
-                        "channels..., label)")  # fmt: skip
-    header = [h.strip() for h in rows[0]]
-    split_col = next((i for i, h in enumerate(header) if h.lower() == "split"), None)
-    cols = [i for i in range(len(header)) if i != split_col]
-    if len(cols) < 4:
+        data = read_series(path)
+    except SeriesFileError as exc:
+        raise DataError(str(exc)) from None
+    if data.labels is None:
         raise DataError(
-            f"{where}: needs the columns series id, time, at least one channel and label; "
-            f"header has {', '.join(header)}"
+            f"{where}: needs a label column (label, class or y) for the benchmark; columns "
+            f"found: id, time, {', '.join(data.channels)}"
         )
-    series: dict[str, list] = {}
-    labels: dict[str, str] = {}
-    splits: dict[str, str] = {}
-    unlabelled: list[int] = []
-    for line, r in enumerate(rows[1:], start=2):
-        if len(r) != len(header):
-            raise DataError(f"{where}: line {line} has {len(r)} fields, the header {len(header)}")
-        sid, t, *chans, label = (r[i].strip() for i in cols)
-        if _is_missing_label(label):
-            unlabelled.append(line)
-            continue
-        try:
-            values = [float(t)] + [float(c) for c in chans]
-        except ValueError:
-            raise DataError(f"{where}: line {line}: time and channels must be numbers") from None
-        if not all(np.isfinite(values)):
-            raise DataError(f"{where}: line {line}: NaN or infinite value")
-        if labels.setdefault(sid, label) != label:
-            raise DataError(f"{where}: series {sid!r} has two labels ({labels[sid]!r}, "
-                            f"{label!r}); a series has one label")  # fmt: skip
-        if split_col is not None:
-            sp = r[split_col].strip().lower()
-            if sp not in ("train", "test"):
-                raise DataError(f"{where}: line {line}: split must be train or test, got {sp!r}")
-            if splits.setdefault(sid, sp) != sp:
-                raise DataError(f"{where}: series {sid!r} is in both train and test")
-        series.setdefault(sid, []).append(values)
-    if unlabelled:
-        raise DataError(
-            f"{where}: {len(unlabelled)} row(s) have no class label (empty or nan) in column "
-            f"{header[cols[-1]]!r}: line {_listed(unlabelled)}; give every row its series' "
-            "label, or leave those rows out"
-        )
-    ids = list(series)
-    X = []
-    for sid in ids:
-        a = np.asarray(series[sid], dtype=np.float64)
-        a = a[np.argsort(a[:, 0], kind="stable")]
-        if len(np.unique(a[:, 0])) != len(a):
-            raise DataError(f"{where}: series {sid!r} has a time step twice")
-        X.append(np.ascontiguousarray(a[:, 1:]))
-    y = np.asarray([labels[s] for s in ids])
-    if split_col is None:
-        Xs = _stack(X)
-        Xtr, ytr, Xte, yte = _split(Xs, y, seed, where)
+    values = data.X if isinstance(data.X, np.ndarray) else np.concatenate(data.X)
+    if not np.isfinite(values).all():
+        raise DataError(f"{where}: NaN, empty or infinite channel values (the benchmark needs "
+                        "complete series)")  # fmt: skip
+    X, y = data.X, np.asarray(data.labels)
+    if data.split is None:
+        Xtr, ytr, Xte, yte = _split(X, y, seed, where)
     else:
-        tr = np.asarray([splits[s] == "train" for s in ids])
+        tr = data.split == "train"
         if tr.all() or not tr.any():
             raise DataError(
                 f"{where}: the split column names only {'train' if tr.all() else 'test'}"
             )
-        Xtr, ytr = _stack([x for x, k in zip(X, tr) if k]), y[tr]
-        Xte, yte = _stack([x for x, k in zip(X, tr) if not k]), y[~tr]
+        Xs = list(X)
+        Xtr, ytr = _stack([x for x, k in zip(Xs, tr) if k]), y[tr]
+        Xte, yte = _stack([x for x, k in zip(Xs, tr) if not k]), y[~tr]
     return _finish(path.stem, Xtr, ytr, Xte, yte, where)
 
 

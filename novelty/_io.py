@@ -6,11 +6,12 @@
   The series id column is the one named ``id``, ``series`` or ``series_id``, the time column
   ``time``, ``t``, ``timestamp`` or ``step``, the optional label column ``label``, ``class``
   or ``y`` (names compared case-insensitively; ``id_col``, ``time_col``, ``label_col`` name
-  them explicitly). Every other column is a channel, except ``split``; ``channels`` picks
-  and orders them by name. Rows may come in any order: each series is sorted by its time
-  values (a time value twice in one series is an error). An empty channel cell is a missing
-  value (NaN, which the detector interpolates by default); an empty id, time or label is an
-  error naming the line.
+  them explicitly). Every other column is a channel, except ``split`` (``train``/``test`` per
+  series, read into ``SeriesFile.split``); ``channels`` picks and orders them by name. Rows
+  may come in any order: each series is sorted by its time values (a time value twice in one
+  series is an error). An empty channel cell is a missing
+  value (NaN, which the detector interpolates by default); an empty id or time is an error
+  naming the line, and rows without a label (empty or ``nan``) are an error naming them.
 - a **folder of per-series CSVs** (``*.csv``): one series per file, its id the file name's
   stem; a header line; a time column (named as above) orders the rows when there is one,
   else the rows are in time order; every other column is a channel (the same names in
@@ -53,6 +54,7 @@ class SeriesFile:
     labels: np.ndarray | None
     channels: list
     source: str
+    split: np.ndarray | None = None  # "train" / "test" per series, from a ``split`` column
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -126,11 +128,12 @@ def _read_long_csv(path, id_col, time_col, label_col, channels) -> SeriesFile:
     if tcol is None:
         raise _missing_column("time", TIME_NAMES, header, where, "--time-col")
     lcol = _pick(header, label_col, LABEL_NAMES, "label", where, "--label-col")
-    reserved = {sid, tcol, lcol} | {h for h in header if h.lower() == "split"}
+    scol = next((h for h in header if h.lower() == "split"), None)
+    reserved = {sid, tcol, lcol, scol}
     chans = _channels(header, reserved, channels, where)
     if frame.empty:
         raise SeriesFileError(f"{where}: no data rows below the header")
-    for col, what in ((sid, "series id"), (tcol, "time"), (lcol, "label")):
+    for col, what in ((sid, "series id"), (tcol, "time")):
         if col is not None:
             empty = np.flatnonzero(frame[col].str.strip().to_numpy() == "")
             if empty.size:
@@ -157,6 +160,13 @@ def _read_long_csv(path, id_col, time_col, label_col, channels) -> SeriesFile:
     labels = None
     if lcol is not None:
         lab = frame[lcol].str.strip().to_numpy()
+        missing = np.flatnonzero((lab == "") | (np.char.lower(lab.astype(str)) == "nan"))
+        if missing.size:
+            raise SeriesFileError(
+                f"{where}: {missing.size} row(s) have no class label (empty or nan) in column "
+                f"{lcol!r}: line {_listed(missing + 2)}; give every row its series' label, or "
+                "leave those rows out"
+            )
         per = lab[first]
         clash = np.flatnonzero(lab != per[codes])
         if clash.size:
@@ -166,7 +176,28 @@ def _read_long_csv(path, id_col, time_col, label_col, channels) -> SeriesFile:
                 f"{lab[r]!r}); a series has one label"
             )
         labels = per.astype(str)
-    return SeriesFile(_stack(series), ids, labels, chans, where)
+    split = None if scol is None else _split_column(frame[scol], codes, first, ids, where)
+    return SeriesFile(_stack(series), ids, labels, chans, where, split)
+
+
+def _split_column(column, codes, first, ids, where) -> np.ndarray:
+    """``train`` / ``test`` per series from a ``split`` column (one value per series)."""
+    sp = np.char.lower(column.str.strip().to_numpy().astype(str))
+    bad = np.flatnonzero(~np.isin(sp, ["train", "test"]))
+    if bad.size:
+        raise SeriesFileError(
+            f"{where}: line {bad[0] + 2}: split must be train or test, got {str(sp[bad[0]])!r}"
+        )
+    per = sp[first]
+    clash = np.flatnonzero(sp != per[codes])
+    if clash.size:
+        raise SeriesFileError(f"{where}: series {ids[codes[clash[0]]]!r} is in both train and test")
+    return per
+
+
+def _listed(lines, most: int = 10) -> str:
+    shown = ", ".join(str(int(v)) for v in lines[:most])
+    return shown + (f", ... ({len(lines)} in all)" if len(lines) > most else "")
 
 
 def _channels(header, reserved, channels, where) -> list:

@@ -210,6 +210,8 @@ def _bad_inputs(tmp_path):
         f.write("id,t,x,label\ns1,0,oops,a\n")
     with open(tmp_path / "narrow.csv", "w") as f:
         f.write("id,t,label\ns1,0,a\n")
+    with open(tmp_path / "notime.csv", "w") as f:  # columns by name: never by position
+        f.write("id,x1,x2,label\ns1,0.5,1.0,a\n")
     (tmp_path / "sub").mkdir()
     np.savez(tmp_path / "sub" / "mine.npz", X=X, y=y)
     np.savez(tmp_path / "mine.npz", X=X, y=y)
@@ -228,8 +230,9 @@ BAD = [
     (["missing.npz"], [], "missing.npz: no such file or folder"),
     (["empty"], [], "no <Name>_TRAIN.ts and <Name>_TEST.ts here"),
     (["twolabels.csv"], [], "series 's1' has two labels"),
-    (["text.csv"], [], "line 2: time and channels must be numbers"),
-    (["narrow.csv"], [], "needs the columns series id, time, at least one channel and label"),
+    (["text.csv"], [], "line 2: column 'x' holds 'oops', not a number"),
+    (["narrow.csv"], [], "no channel column (columns found: id, t, label)"),
+    (["notime.csv"], [], "no time column (looked for time, t, timestamp, step; columns"),
     (["sktime:nope"], [], "sktime:nope: no sktime loader sktime.datasets.load_nope"),
     (["mine.npz", "sub/mine.npz"], [], "are both called 'mine'; rename one"),
     (["mine.npz"], ["--normal-class", "z"], "--normal-class z is not a class of mine"),
