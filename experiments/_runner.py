@@ -156,7 +156,7 @@ def resolve_preset(opts: RunOptions) -> tuple[str, str]:
     """(the preset of the run, why): ``--preset`` when given; else ``own`` (real grids) when a
     ``--dataset`` names own data by path, else ``quick`` (one value per grid axis)."""
     if opts.preset is not None:
-        return str(opts.preset), "--preset"
+        return str(opts.preset), "given by --preset"
     own = [s for s in (opts.datasets or []) if own_data(s)]
     if own:
         return (
