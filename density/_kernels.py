@@ -25,8 +25,23 @@ from ._validation import check_positive, resolve_device, resolve_dtype
 
 __all__ = ["VectorKernel", "GaussianKernel", "LaplacianKernel", "Expansion"]
 
-#: Rows of X evaluated at once against all centres (bounds the (rows, N) working matrix).
+#: Rows of X evaluated at once against all centres, at most (the (rows, N) or (rows, D) working
+#: matrices are further bounded by :data:`MAX_MEMORY`).
 _CHUNK = 2048
+#: Bytes of working memory of the autograd path (:meth:`Expansion.raw_torch_value`): the
+#: (rows, centres, d) differences of an exact kernel and their products, per block of rows.
+MAX_MEMORY = 512 * 2**20
+#: Arrays of the block's size alive at once on that path (differences, squares, autograd's
+#: saved tensors), counted against :data:`MAX_MEMORY`.
+_TORCH_COPIES = 4
+
+
+def torch_rows_per_block(n_centres: int, width: int, itemsize: int) -> int:
+    """Rows per block of :meth:`Expansion.raw_torch_value`: the most rows whose
+    (rows, n_centres, width) arrays, :data:`_TORCH_COPIES` of them of ``itemsize`` bytes,
+    fit in :data:`MAX_MEMORY` (at least one)."""
+    per_row = max(1, n_centres) * max(1, width) * itemsize * _TORCH_COPIES
+    return max(1, MAX_MEMORY // per_row)
 
 
 def _sqdist(X: torch.Tensor, Y: torch.Tensor, length_scale: float) -> torch.Tensor:
@@ -176,6 +191,7 @@ class Expansion:
         self.weights = weights
         self.positive_weights = bool((weights > 0).all())
         self.log_factor = float(log_weight_scale)
+        self.n_centres = int(centres.shape[0])
         if kernel.random_features:
             self.log_factor += kernel.log_scale_
             self.v = sum(
@@ -187,10 +203,16 @@ class Expansion:
             self.centres = centres
             self.log_w = weights.log() if self.positive_weights else None
 
-    @staticmethod
-    def _chunks(X: torch.Tensor):
-        for s in range(0, X.shape[0], _CHUNK):
-            yield X[s : s + _CHUNK]
+    def _chunks(self, X: torch.Tensor):
+        """Blocks of rows of X: at most ``_CHUNK`` rows, and so few that the (rows, N)
+        kernel matrices (exact kernels, N centres) or (rows, D) features are within
+        :data:`MAX_MEMORY` (:func:`torch_rows_per_block`)."""
+        k = self.kernel
+        width = k.omega_.shape[0] if k.random_features else self.n_centres
+        itemsize = torch.empty((), dtype=k.dtype_).element_size()
+        rows = min(_CHUNK, torch_rows_per_block(1, width, itemsize))
+        for s in range(0, X.shape[0], rows):
+            yield X[s : s + rows]
 
     def raw_value(self, X: torch.Tensor) -> torch.Tensor:
         r""":math:`e^{-\lambda} f(X)`: Tensor of shape (n,) (same sign and ranking as f)."""
@@ -256,11 +278,19 @@ class Expansion:
         return torch.cat(fs), torch.cat(gs), torch.cat(ls)
 
     def raw_torch_value(self, X: torch.Tensor) -> torch.Tensor:
-        r""":math:`e^{-\lambda} f(X)` through operations autograd differentiates twice."""
+        r""":math:`e^{-\lambda} f(X)` through operations autograd differentiates twice, in
+        blocks of rows of X (:func:`torch_rows_per_block`: an exact kernel forms the
+        (rows, N, d) differences, random features the (rows, D) features) within
+        :data:`MAX_MEMORY` bytes."""
         k = self.kernel
         if k.random_features:
-            return k._features(X) @ self.v
-        return k._k_torch(X, self.centres) @ self.weights
+            rows = torch_rows_per_block(1, self.v.shape[0], X.element_size())
+            return torch.cat([k._features(X[s : s + rows]) @ self.v
+                              for s in range(0, X.shape[0], rows)])  # fmt: skip
+        C = self.centres
+        rows = torch_rows_per_block(C.shape[0], C.shape[1], X.element_size())
+        return torch.cat([k._k_torch(X[s : s + rows], C) @ self.weights
+                          for s in range(0, X.shape[0], rows)])  # fmt: skip
 
 
 class _SigmaKernel(VectorKernel):

@@ -33,8 +33,14 @@ def test_log_a_is_a_in_log_space():
     torch.testing.assert_close(k1.omega_, k2.omega_, rtol=1e-14, atol=0)
     assert k1.log_scale_ == pytest.approx(k2.log_scale_, rel=1e-14)
     assert k2.length_scale() == pytest.approx(a ** (1 / (2 * k2.m_)), rel=1e-14)
-    s1 = dn.SOSREP(dn.SDOKernel(a=a, n_features=D_FEATURES)).fit(X).score_samples(X)
-    s2 = dn.SOSREP(dn.SDOKernel(log_a=math.log(a), n_features=D_FEATURES)).fit(X)
+    s1 = (
+        dn.SOSREP(dn.SDOKernel(a=a, n_features=D_FEATURES), lr=1 / 3, max_iter=300)
+        .fit(X)
+        .score_samples(X)
+    )
+    s2 = dn.SOSREP(
+        dn.SDOKernel(log_a=math.log(a), n_features=D_FEATURES), lr=1 / 3, max_iter=300
+    ).fit(X)
     np.testing.assert_allclose(s2.score_samples(X), s1, rtol=1e-12)
     assert dn.SDOKernel().fit(torch.as_tensor(X)).log_a_ == 0.0  # default a = 1
 
@@ -140,3 +146,47 @@ def test_log_grid_needs_a_kernel_with_a_log_bandwidth_and_plain_grids_name_the_r
         dn.select_bandwidth(dn.SOSREP(dn.SDOKernel()), X, [math.inf])
     with pytest.raises(ValueError, match="finite log bandwidths"):
         dn.select_bandwidth(dn.SOSREP(dn.SDOKernel()), X, [math.nan], log_grid=True)
+
+
+# ---------------------------------------------------------------- memory of the autograd path
+@pytest.mark.parametrize("kernel", ["gauss", "sdo"])
+def test_autograd_path_in_blocks_equals_one_block(monkeypatch, kernel):
+    """The Hutchinson estimate (autograd through raw_torch_value) formed the (n, N, d)
+    differences at once; in blocks within MAX_MEMORY it is the same to rounding."""
+    from density import _kernels
+
+    X = _data(60, 3, seed=4)
+    make = {
+        "gauss": lambda: dn.GaussianKernel(0.3),
+        "sdo": lambda: dn.SDOKernel(0.01, n_features=300),
+    }
+    est = dn.KDE(make[kernel]()).fit(X[:40])
+    whole = dn.fisher_objective(est, X[40:], method="hutchinson", n_probes=4, smoothing=0.0)
+    per_row = 40 * 3 * 8 * _kernels._TORCH_COPIES if kernel == "gauss" else 300 * 8 * 4
+    monkeypatch.setattr(_kernels, "MAX_MEMORY", 3 * per_row)  # 3 rows a block
+    assert _kernels.torch_rows_per_block(*((40, 3) if kernel == "gauss" else (1, 300)), 8) == 3
+    blocked = dn.fisher_objective(est, X[40:], method="hutchinson", n_probes=4, smoothing=0.0)
+    assert blocked.value == pytest.approx(whole.value, rel=1e-12)
+    assert blocked.stderr == pytest.approx(whole.stderr, rel=1e-9)
+
+
+@pytest.mark.parametrize("kernel", ["gauss", "sdo"])
+def test_expansion_blocks_within_max_memory_equal_one_block(monkeypatch, kernel):
+    """Values, log values and Laplacians of an expansion in blocks of 2 rows (MAX_MEMORY
+    small) equal those of one block."""
+    from density import _kernels
+
+    X = _data(50, 3, seed=5)
+    make = {
+        "gauss": lambda: dn.GaussianKernel(0.3),
+        "sdo": lambda: dn.SDOKernel(0.01, n_features=300),
+    }
+    est = dn.SOSREP(make[kernel]()).fit(X[:30])
+    e, Y = est.expansion_, torch.as_tensor(X[30:])
+    whole = (e.raw_value(Y), e.log_abs_value(Y), *e.raw_value_grad_laplacian(Y))
+    width = 300 if kernel == "sdo" else 30
+    monkeypatch.setattr(_kernels, "MAX_MEMORY", 2 * width * 8 * _kernels._TORCH_COPIES)
+    assert len(list(e._chunks(Y))) == 10
+    blocked = (e.raw_value(Y), e.log_abs_value(Y), *e.raw_value_grad_laplacian(Y))
+    for a, b in zip(blocked, whole):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10 * float(b.abs().max()))
