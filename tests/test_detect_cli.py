@@ -220,3 +220,16 @@ def test_argument_errors_import_nothing_heavy():
     out = subprocess.run([sys.executable, "-m", "novelty", "fit"], capture_output=True,
                          text=True, timeout=120)  # fmt: skip
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_explain_names_the_channel_and_span(fitted, tmp_path):
+    new = _series(2, seed=10)
+    new[:, 8:14, 1] += 3.0  # a level shift in "flow", steps 8..13
+    _write_long(tmp_path / "odd.csv", new)
+    out = tmp_path / "x.csv"
+    assert main(["score", str(tmp_path / "odd.csv"), "--model", str(fitted / "m.model"),
+                 "--out", str(out), "--explain", "--quiet"]) == 0  # fmt: skip
+    x = pd.read_csv(out)
+    assert list(x.columns[-3:]) == ["top_channel", "span_start", "span_end"]
+    assert x["top_channel"].tolist() == ["flow", "flow"]
+    assert (x["span_start"] <= 13).all() and (x["span_end"] >= 8).all()
