@@ -280,6 +280,7 @@ def plot_explanation(detector_or_explanation, X, i: int = 0, *, max_channels: in
             raise ValueError(f"`i`={i} is out of range for {len(series)} series")
         x = series[i]
         ch, tm, nov, ref = ex.channels[i], ex.times[i], ex.novelty[i], None
+        occ = ex.time_channels[i]
         if len(tm) != len(x) or ch.shape[0] != x.shape[1]:
             raise ValueError(
                 f"series {i} of X has shape {x.shape}, its explanation "
@@ -292,7 +293,7 @@ def plot_explanation(detector_or_explanation, X, i: int = 0, *, max_channels: in
             raise ValueError(f"`i`={i} is out of range for {len(series)} series")
         x = series[i]
         ex = explain(detector, [x], **explain_kwargs)
-        ch, tm, nov = ex.channels[0], ex.times[0], ex.novelty[0]
+        ch, tm, nov, occ = ex.channels[0], ex.times[0], ex.novelty[0], ex.time_channels[0]
         refs = _References(_raw_corpus(detector, explain_kwargs.get("corpus")))
         ref = refs.channel_values(ex.reference, x).T  # what replaced each channel
 
@@ -317,14 +318,14 @@ def plot_explanation(detector_or_explanation, X, i: int = 0, *, max_channels: in
         fontsize=10,
     )
     pos = np.maximum(tm, 0.0)
-    vmax = float(pos.max()) if pos.max() > 0 else 1.0
+    vmax = 1.6 * float(pos.max()) if pos.max() > 0 else 1.0  # the largest: a mid red
     t = np.arange(len(x))
     for k, c in enumerate(shown):
         a = fig.add_subplot(gs[1 + k])
         lo = min(x[:, c].min(), ref[:, c].min()) if ref is not None else x[:, c].min()
         hi = max(x[:, c].max(), ref[:, c].max()) if ref is not None else x[:, c].max()
         pad = 0.05 * (hi - lo) if hi > lo else 1.0
-        a.imshow(pos[None, :], aspect="auto", cmap="Reds", vmin=0.0, vmax=vmax, alpha=0.45,
+        a.imshow(pos[None, :], aspect="auto", cmap="Reds", vmin=0.0, vmax=vmax, alpha=0.5,
                  extent=(-0.5, len(x) - 0.5, lo - pad, hi + pad), interpolation="nearest",
                  origin="lower")  # fmt: skip
         if ref is not None:
@@ -342,7 +343,12 @@ def plot_explanation(detector_or_explanation, X, i: int = 0, *, max_channels: in
         a.tick_params(labelsize=7)
         if k == 0:
             a.legend(fontsize=7, loc="upper right")
-    a.set_xlabel("time step (shaded: time attribution, positive part)", fontsize=8)
+    occluded = ", ".join(str(c) for c in np.flatnonzero(occ))
+    a.set_xlabel(
+        f"time step (shaded: time attribution, positive part; windows replaced channel(s) "
+        f"{occluded})",
+        fontsize=8,
+    )
     return fig
 
 
