@@ -114,6 +114,11 @@ def test_own_preset_has_real_grids_and_every_detector_kernel():
             resolve_kernels(None, PRESETS[preset].grids)[0]
         )
     assert own.datasets == () and (own.folds, own.repeats) == (3, 1)
+    # the paper's grids, but for the trimmed costly ones and the MiniRocket kernels
+    trimmed = {"reservoir", "trunc_sig_rbf_order1", "rand_sig_tanh", "rocket_linear", "rocket_rbf"}
+    paper = PRESETS["paper"].grids
+    assert {n for n in own.grids if own.grids[n] != paper[n]} == trimmed
+    assert own.grids["trunc_sig_rbf_order1"].axes["sigma"] == paper["flat_rbf"].axes["sigma"]
 
 
 def test_own_preset_needs_a_dataset(tmp_path, capsys):
