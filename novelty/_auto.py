@@ -321,8 +321,8 @@ def select_members(
             value = _proxy(*scored[name])
             d, z = stats.get(name, (np.nan, np.nan))
             extra.append(
-                {"kernel": name, "scorer": labels_, "score": value, "status": "ok",
-                 "vs_baseline": d, "z": z, "chosen": False}
+                {"candidate": name, "kernel": name, "scorer": labels_, "score": value,
+                 "status": "ok", "vs_baseline": d, "z": z, "chosen": False}
             )  # fmt: skip
     if extra:
         table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
@@ -428,7 +428,10 @@ def _spec(kernel, scorer, params, prep, normalize, kname="") -> MemberSpec:
 
 
 def _row(kname, scorer, params, prep, value, status, secs=np.nan) -> dict:
+    k = params.get("n_neighbors")
     return {
+        # one name per candidate (the member's label): "knn" and "knn(k=5)" apart
+        "candidate": f"{kname}+{scorer}" + (f"(k={k})" if k else ""),
         "kernel": kname,
         "scorer": scorer,
         "params": dict(params),

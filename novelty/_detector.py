@@ -198,6 +198,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             raise ValueError("KernelNoveltyDetector needs at least 1 normal series, got 0")
         self.n_channels_ = _channels(Xs)
         self.n_corpus_ = n
+        from ._members import series_digest
+
+        # to tell when the corpus itself is scored (in-sample scores: see _novelty)
+        self._corpus_digests = frozenset(series_digest(x) for x in Xs)
         specs = self._member_specs(Xs, start)
         from ._members import make_scorer, planned_steps, robust_scale
         from ._progress import plan
@@ -303,6 +307,30 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
         return update_detector(self, X_new, refit=refit)
 
+    def score(self, X, y=None) -> float:
+        """ROC-AUC of ``score_samples`` on labelled series, normal as the positive class:
+        ``y == normal_label`` when that is set, else ``y == 1`` (scikit-learn's inlier label,
+        -1 or anything else being an anomaly). What ``GridSearchCV`` maximises when no
+        ``scoring`` is given (the novelty detectors of scikit-learn have no ``score``).
+        ``y`` is required and must hold both normal series and anomalies."""
+        if y is None:
+            raise ValueError(
+                "score(X, y) needs labels y (normal = normal_label, or 1 when normal_label is "
+                "None) to compute a ROC-AUC; for GridSearchCV pass y to fit, or a `scoring`"
+            )
+        from sklearn.metrics import roc_auc_score
+
+        y = np.asarray(y).ravel()
+        normal = y == (1 if self.normal_label is None else self.normal_label)
+        if normal.all() or not normal.any():
+            which = "anomalies" if normal.all() else "normal series"
+            rule = "y == 1" if self.normal_label is None else f"y == {self.normal_label!r}"
+            raise ValueError(
+                f"score(X, y): y holds no {which} (normal: {rule}), so no ROC-AUC; "
+                "set normal_label to the normal class"
+            )
+        return float(roc_auc_score(normal, self.score_samples(X)))
+
     def plot_scores(self, X, **kwargs):
         """Score distributions and flagged series on ``X``: :func:`novelty.plot_scores`."""
         from ._plot import plot_scores
@@ -341,6 +369,21 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         from ._persistence import load_detector
 
         return load_detector(path)
+
+    def __repr__(self, N_CHAR_MAX=700):
+        """scikit-learn's repr; a fitted detector with several members or a selection adds
+        what it fitted, e.g. ``# fitted: minirocket+knn + gak+knn (auto kept the baseline)``."""
+        text = super().__repr__(N_CHAR_MAX=N_CHAR_MAX)
+        members = getattr(self, "members_", None)
+        if not members or (len(members) == 1 and not hasattr(self, "selection_")):
+            return text
+        note = " + ".join(m.spec.label() for m in members)
+        table = getattr(self, "selection_", None)
+        if table is not None and "chosen" in table:
+            chosen = table.loc[table["chosen"], "candidate"]
+            if len(chosen):
+                note += f" (auto chose {chosen.iloc[0]})"
+        return f"{text}  # fitted: {note}"
 
     def __setstate__(self, state):
         # a detector pickled before a parameter existed gets that parameter's default
@@ -468,6 +511,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"channel mismatch: the detector was fitted on series with d={self.n_channels_} "
                 f"channels, got d={d}" + (f"; {hint}" if hint else "")
             )
+        _warn_in_sample(self, Xs)
         from ._progress import plan, progress, step
 
         with progress(self.verbose, "score"):
@@ -600,6 +644,27 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         if reset and hasattr(self, "n_features_in_"):
             del self.n_features_in_
         return as_series_collection(X, missing=self.missing)
+
+
+def _warn_in_sample(det, Xs) -> None:
+    """Warn when series of the corpus itself are scored: a corpus series is its own nearest
+    neighbour, so its score is in-sample (1-NN novelty 0), not comparable with new series'
+    and not what the calibration used (the held-out scores, ``calibration_scores_``)."""
+    digests = getattr(det, "_corpus_digests", None)
+    if not digests:
+        return
+    from ._members import series_digest
+
+    hits = sum(series_digest(x) in digests for x in Xs)
+    if hits:
+        warnings.warn(
+            f"{hits} of {len(Xs)} scored series are exact copies of corpus series: their "
+            "scores are in-sample (a corpus series is its own nearest neighbour, novelty 0 for "
+            "1-NN), not held-out; the corpus's held-out novelty scores are "
+            "calibration_scores_",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def _distinct_note(member, n: int) -> str:

@@ -295,9 +295,7 @@ def duplicate_groups(X) -> np.ndarray | None:
     n_groups = 0
     for i, x in enumerate(series):
         x = np.ascontiguousarray(x, dtype=np.float64) + 0.0  # -0.0 + 0.0 is +0.0
-        h = hashlib.blake2b(repr(x.shape).encode(), digest_size=16)
-        h.update(x.tobytes())
-        firsts = seen.setdefault(h.digest(), [])
+        firsts = seen.setdefault(series_digest(x), [])
         for j in firsts:
             if np.array_equal(series[j], x):
                 groups[i] = groups[j]
@@ -307,6 +305,15 @@ def duplicate_groups(X) -> np.ndarray | None:
             groups[i] = n_groups
             n_groups += 1
     return None if n_groups == n else groups
+
+
+def series_digest(x) -> bytes:
+    """BLAKE2b digest (16 bytes) of one series' shape and float64 values (-0.0 as 0.0): equal
+    for exact copies (:func:`duplicate_groups` confirms a match by the values)."""
+    x = np.ascontiguousarray(x, dtype=np.float64) + 0.0
+    h = hashlib.blake2b(repr(x.shape).encode(), digest_size=16)
+    h.update(x.tobytes())
+    return h.digest()
 
 
 def _series_list(X) -> list:
