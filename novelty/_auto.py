@@ -91,8 +91,10 @@ def median_point_distance(Z, max_points: int = 1000, seed: int = 0) -> float:
     P = np.concatenate(list(Z)) if isinstance(Z, list) else np.asarray(Z).reshape(-1, Z.shape[-1])
     rng = np.random.default_rng(seed)
     P = P[rng.choice(len(P), size=min(len(P), max_points), replace=False)]
-    d2 = ((P[:, None, :] - P[None, :, :]) ** 2).sum(-1)
-    med = float(np.sqrt(np.median(d2[np.triu_indices(len(P), 1)]))) if len(P) > 1 else 0.0
+    from scipy.spatial.distance import pdist
+
+    # the pairs' squared distances, one float each (never a (p, p, d) array: d may be large)
+    med = float(np.sqrt(np.median(pdist(P, "sqeuclidean")))) if len(P) > 1 else 0.0
     return med if med > 0 else 1.0
 
 

@@ -72,3 +72,22 @@ def test_grid_search_without_scoring_uses_roc_auc():
         plain.score(X)
     with pytest.raises(ValueError, match="holds no normal series"):
         plain.score(X, np.where(y == 1, "ok", "bad"))
+
+
+def test_median_point_distance_is_memory_bounded():
+    # issue 25, item 13: no (p, p, d) array (1000 x 1000 x 200 float64 = 1.6 GB before)
+    import tracemalloc
+
+    from novelty._auto import median_point_distance
+
+    Z = np.random.default_rng(7).normal(size=(3, 400, 200))
+    tracemalloc.start()
+    med = median_point_distance(Z)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 50e6, peak
+    # equal to the median over all pairs of the sampled points, computed pair by pair
+    P = Z.reshape(-1, 200)[np.random.default_rng(0).choice(1200, size=1000, replace=False)]
+    i, j = np.triu_indices(1000, 1)
+    d2 = np.einsum("ij,ij->i", P[i[::97]] - P[j[::97]], P[i[::97]] - P[j[::97]])
+    assert np.sqrt(np.median(d2)) == pytest.approx(med, rel=0.02)  # a subsample of pairs
