@@ -14,6 +14,12 @@ Fit on N corpus series with M = ``n_components``:
    ``LOO_MAX`` series, else ``CALIBRATION_FOLDS`` folds) and the fold scored. These are the
    conformal calibration scores (|H| of them instead of N).
 
+Exact copies (:func:`novelty._members.duplicate_groups`) are held out together, as in
+:class:`~novelty._members.Member`: H is drawn among the distinct series (one row per group),
+the kernel and landmarks are fitted on the series of the other groups, and a held-out series
+is scored without any of its copies (kNN: against the rows of other groups; the refits:
+without every row of the fold's groups). A corpus without copies is fitted exactly as before.
+
 Cost: N M kernel evaluations (+ the landmark rule's), O(N M^2) for the scorer, and for the
 calibration of the kNN scorer |H| N M; memory O(N M). A corpus of at most M series is fitted
 exactly (:class:`novelty._members.Member`): the exact Gram is then no larger than the
@@ -46,7 +52,13 @@ from ._feature_scorers import (
     FeatureSpectralSupport,
     FeatureVarianceNorm,
 )
-from ._members import CALIBRATION_FOLDS, LOO_MAX, Member
+from ._members import (
+    CALIBRATION_FOLDS,
+    LOO_MAX,
+    Member,
+    duplicate_groups,
+    first_occurrences,
+)
 
 __all__ = ["ApproximateMember", "check_approximation", "make_member", "FEATURE_SCORERS"]
 
@@ -133,8 +145,17 @@ class ApproximateMember(Member):
         Z = self._prepare(X, preprocessors, fit=True)
         N = len(Z)
         rng = np.random.default_rng(self.seed)
-        H = np.sort(rng.choice(N, size=min(CALIBRATION_MAX, N // 2), replace=False))
-        rest = np.setdiff1d(np.arange(N), H)
+        groups = duplicate_groups(X)  # exact copies: held out together
+        self.duplicate_groups_ = groups
+        if groups is None:
+            H = np.sort(rng.choice(N, size=min(CALIBRATION_MAX, N // 2), replace=False))
+            rest = np.setdiff1d(np.arange(N), H)
+        else:  # H: one row per held-out distinct series; its copies are not fitted on
+            firsts = first_occurrences(groups)
+            size = min(CALIBRATION_MAX, len(firsts) // 2)
+            Hg = np.sort(rng.choice(len(firsts), size=size, replace=False))
+            H = firsts[Hg]
+            rest = np.flatnonzero(~np.isin(groups, Hg))
         kernel = clone(spec.kernel)
         Zk = self._kernel_input(kernel, Z)  # checked: a SeriesBatch for a float64 kernel
         if hasattr(kernel, "fit"):
@@ -158,14 +179,14 @@ class ApproximateMember(Member):
         auto = spec.name != ""
         self.scorer_ = make_feature_scorer(spec, N if auto else None).fit(Phi, diag)
         self.calibration_indices_ = H
-        self.calibration_ = self._held_out(Phi, diag, H, auto)
+        self.calibration_ = self._held_out(Phi, diag, H, auto, groups)
         self.update_state_ = {"raw": X}  # update(X_new, refit=True) refits on the union
         return self
 
-    def _held_out(self, Phi, diag, H: np.ndarray, auto: bool) -> np.ndarray:
+    def _held_out(self, Phi, diag, H: np.ndarray, auto: bool, groups=None) -> np.ndarray:
         spec = self.spec
         if spec.scorer == "knn":
-            return self.scorer_.leave_one_out(torch.from_numpy(H)).numpy()
+            return self.scorer_.leave_one_out(torch.from_numpy(H), groups).numpy()
         out = np.empty(H.size)
         if H.size <= LOO_MAX:
             folds = [np.array([i]) for i in range(H.size)]
@@ -174,11 +195,16 @@ class ApproximateMember(Member):
         keep = torch.ones(Phi.shape[0], dtype=torch.bool)
         for f in folds:
             rows = torch.from_numpy(H[f])
-            keep[rows] = False
+            # the fold's series and, with copies, every row of their groups
+            if groups is None:
+                out_rows = rows
+            else:
+                out_rows = torch.from_numpy(np.flatnonzero(np.isin(groups, groups[H[f]])))
+            keep[out_rows] = False
             scorer = make_feature_scorer(spec, int(keep.sum()) if auto else None)
             scorer.fit(Phi[keep], diag[keep])
             out[f] = feature_novelty(spec, scorer, Phi[rows], diag[rows]).numpy()
-            keep[rows] = True
+            keep[out_rows] = True
         return out
 
     def grams(self, X):

@@ -37,6 +37,7 @@ The conformance score is the nearest corpus vector in the whitened coordinates
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ._spectral_support import DIAG_TOL, FILTERS, _iterations, spectral_filter
@@ -118,6 +119,7 @@ def nearest_squared_distances(
     q_extra: torch.Tensor | None = None,
     e_extra: torch.Tensor | None = None,
     exclude: torch.Tensor | None = None,
+    groups: tuple[torch.Tensor, torch.Tensor] | None = None,
     fast: bool | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The k smallest :math:`\|q - e\|^2 + q_\mathrm{extra} + e_\mathrm{extra}` over the
@@ -126,20 +128,26 @@ def nearest_squared_distances(
     Exact search: blocks of :math:`\|q\|^2 + \|e\|^2 - 2QE^\top` (at most ``NN_CHUNK_BYTES``
     each) give the k candidates, whose distances are then recomputed from the differences
     (no cancellation near 0). ``exclude``: one corpus row per query left out (leave-one-out).
+    ``groups`` = (query groups (n,), corpus groups (N,)): every corpus row of a query's group
+    is left out (its exact copies, :func:`novelty._members.duplicate_groups`).
     ``fast`` (default: when n N M >= ``FAST_WORK``): the candidates come from float32 products
     (twice the speed), ``FAST_EXTRA`` more than k of them, and are recomputed in float64; a
     true neighbour can then be missed only for a near-tie, by about 1e-7 (|q|^2 + |e|^2) in
     squared distance.
     """
     n, N = Q.shape[0], E.shape[0]
-    if k > N - (exclude is not None):
+    left_out = int(exclude is not None)
+    if groups is not None:
+        counts = torch.bincount(groups[1])
+        left_out = int(counts[groups[0]].max()) if n else 0
+    if k > N - left_out:
         raise ValueError(f"k={k} neighbours requested from {N} corpus vectors")
     qe = torch.zeros(n, dtype=Q.dtype) if q_extra is None else q_extra
     ee = torch.zeros(N, dtype=E.dtype) if e_extra is None else e_extra
     e_sq = _row_sq(E) + ee
     if fast is None:
         fast = n * N * E.shape[1] >= FAST_WORK
-    kc = min(N - (exclude is not None), k + FAST_EXTRA) if fast else k
+    kc = min(N - left_out, k + FAST_EXTRA) if fast else k
     Ec, e_sqc = (E.float(), e_sq.float()) if fast else (E, e_sq)
     vals = torch.empty((n, k), dtype=Q.dtype)
     idx = torch.empty((n, k), dtype=torch.long)
@@ -150,6 +158,8 @@ def nearest_squared_distances(
         d2 = torch.addmm(e_sqc[None, :], qc, Ec.T, alpha=-2.0)  # ||e||^2 - 2 q.e (+ ||q||^2)
         if exclude is not None:
             d2[torch.arange(q.shape[0]), exclude[i : i + rows]] = float("inf")
+        if groups is not None:
+            d2.masked_fill_(groups[0][i : i + rows, None] == groups[1][None, :], float("inf"))
         j = torch.topk(d2, kc, dim=1, largest=False).indices if kc > 1 else d2.argmin(1)[:, None]
         exact = ((q[:, None, :] - E[j]) ** 2).sum(-1) + ee[j] + qe[i : i + rows, None]
         exact, order = torch.sort(exact, dim=1)
@@ -362,16 +372,24 @@ class FeatureKNN(_FeatureScorer):
         )  # fmt: skip
         return self._aggregate(d2)
 
-    def leave_one_out(self, rows) -> torch.Tensor:
-        """Scores of corpus rows ``rows`` against the rest of the corpus (exact)."""
+    def leave_one_out(self, rows, groups=None) -> torch.Tensor:
+        """Scores of corpus rows ``rows`` against the rest of the corpus (exact); with duplicate
+        ``groups`` (one id per corpus row), against the rows of other groups only (every copy
+        of the series left out with it, k lowered to what remains)."""
         self._check_fitted()
         rows = torch.as_tensor(rows, dtype=torch.long).reshape(-1)
-        k = self._params(self.n_corpus_, leave_out=True)
         kernel = self.distance == "kernel"
+        if groups is None:
+            k, pairs, exclude = self._params(self.n_corpus_, leave_out=True), None, rows
+        else:
+            g = torch.as_tensor(np.asarray(groups), dtype=torch.long)
+            largest = int(torch.bincount(g)[g[rows]].max()) if rows.numel() else 1
+            k = min(self._params(self.n_corpus_), self.n_corpus_ - largest)
+            pairs, exclude = (g[rows], g), None
         d2, _ = nearest_squared_distances(
             self.corpus_[rows], self.corpus_, k,
             q_extra=self.residual_[rows] if kernel else None,
-            e_extra=self.residual_ if kernel else None, exclude=rows,
+            e_extra=self.residual_ if kernel else None, exclude=exclude, groups=pairs,
         )  # fmt: skip
         return self._aggregate(d2)
 

@@ -276,3 +276,44 @@ def test_false_alarm_rate_default_recipe_duplicated_corpus():
     rates = np.array(rates)
     se = max(rates.std(ddof=1), np.sqrt(eps * (1 - eps) / m)) / np.sqrt(reps)
     assert rates.mean() <= eps + 3 * se, (rates.mean(), se)
+
+
+# ------------------------------------------------------------------ approximate members
+def test_feature_knn_leave_one_out_leaves_out_every_copy():
+    from novelty import FeatureKNN
+
+    rng = np.random.default_rng(20)
+    Phi = rng.normal(size=(12, 4))
+    Phi[[3, 7, 9]] = Phi[1]  # a series and three copies
+    Phi[5] = Phi[0]
+    groups = _members.duplicate_groups(Phi[:, :, None])
+    diag = (Phi**2).sum(1)
+    for k, aggregate in ((1, "kth"), (3, "mean")):
+        knn = FeatureKNN(n_neighbors=k, aggregate=aggregate).fit(
+            torch.from_numpy(Phi), torch.from_numpy(diag)
+        )
+        rows = np.array([0, 1, 2])
+        got = knn.leave_one_out(torch.from_numpy(rows), groups).numpy()
+        for r, g in zip(rows, got):
+            others = np.flatnonzero(groups != groups[r])
+            d = np.sort(np.sqrt(((Phi[others] - Phi[r]) ** 2).sum(1)))[:k]
+            assert g == pytest.approx(d[-1] if aggregate == "kth" else d.mean(), rel=1e-10)
+
+
+@pytest.mark.parametrize("scorer", ["knn", "conformance"])
+def test_false_alarm_rate_approximate_member_duplicated_corpus(scorer):
+    # approximation="nystroem" on a corpus of 30 distinct series twice (60 rows > 20
+    # landmarks): before, a held-out series saw its copy and ~all fresh normals were flagged
+    rng = np.random.default_rng(21)
+    reps, eps, flags = 200, 0.1, 0
+    rows = np.repeat(np.arange(30), 2)
+    for _ in range(reps):
+        X = _walks(rng, 31)
+        det = KernelNoveltyDetector(
+            _kernel(), scorer=scorer, contamination=eps, approximation="nystroem",
+            n_components=20,
+        ).fit(X[rows])  # fmt: skip
+        flags += int(det.predict(X[30:])[0] == -1)
+    assert det.members_[0].calibration_.shape == (15,)  # one per held-out distinct series
+    hi = reps * eps + 3.0 * np.sqrt(reps * eps * (1 - eps))
+    assert binom.ppf(0.001, reps, 0.5 * eps) <= flags <= hi, flags / reps
