@@ -64,9 +64,21 @@ def _synthetic(spec: str) -> Dataset:
     return Dataset(f"synthetic{n}x{T}x{d}", Xtr, ytr, Xte, yte)
 
 
+def _load(spec: str, data_dir) -> Dataset:
+    """A UEA name (under ``data_dir``) or own data by path (an npz, a .ts folder: the CLI's
+    reader, e.g. the LSST-sized set of ``benchmarks/make_lsst_like.py``)."""
+    from experiments._runner import own_data
+    from experiments.data import load_data
+
+    if not own_data(spec):
+        return load_dataset(spec, data_dir)
+    u = load_data(spec)
+    return Dataset(u.name, u.X_train, u.y_train, u.X_test, u.y_test)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--dataset", default="NATOPS")
+    p.add_argument("--dataset", default="NATOPS", help="a UEA name or a path (npz, .ts folder)")
     p.add_argument("--data-dir", default=str(UEA))
     p.add_argument(
         "--synthetic",
@@ -101,9 +113,7 @@ def main() -> None:
     if args.estimate is not None:
         return estimate(args)
 
-    data = (
-        _synthetic(args.synthetic) if args.synthetic else load_dataset(args.dataset, args.data_dir)
-    )
+    data = _synthetic(args.synthetic) if args.synthetic else _load(args.dataset, args.data_dir)
     grid = PRESETS["paper"].grids[args.kernel]
     cell = {
         "cls": args.cls or data.classes[0],

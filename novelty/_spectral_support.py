@@ -172,21 +172,31 @@ class SpectralSupport(GramScorer):
 
     def _support(self, Kt: torch.Tensor, diag: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
         _check_unit(diag, "k_test_diag")
-        proj = Kt @ self.eigenvectors_
-        return (proj**2 * g).sum(dim=1) / self.n_corpus_
+        return self._filtered(self._projected(Kt), g)
+
+    def _projected(self, Kt: torch.Tensor) -> torch.Tensor:
+        """The squared projections (Kt U)^2 of the test rows on the eigenvectors (n_test, n)."""
+        return (Kt @ self.eigenvectors_) ** 2
+
+    def _filtered(self, proj2: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        """F_n = sum_i g(sigma_i) (k_x . u_i)^2 / n from the squared projections."""
+        return (proj2 * g).sum(dim=1) / self.n_corpus_
 
     def _score(self, Kt: torch.Tensor, dt: torch.Tensor) -> torch.Tensor:
         """Novelty score 1 - F_n(x)."""
         return 1.0 - self._support(Kt, dt, self.filter_values_)
 
     def _sweep(self, Kt, dt, values: list, ranks: None) -> torch.Tensor:
-        """1 - F_n for each lambda from the one eigendecomposition: (n_lam, 1, n_test)."""
+        """1 - F_n for each lambda from the one eigendecomposition and one projection of the
+        test rows (the same numbers as one ``score`` per lambda): (n_lam, 1, n_test)."""
+        _check_unit(dt, "k_test_diag")
+        proj2 = self._projected(Kt)
         rows = []
-        for lam in values:
+        for lam in values:  # a few lambdas; each row is one (n_test, n) product and sum
             iterative = self.filter in _ITERATIVE
             t = _iterations(self.filter, lam, self.iterations) if iterative else None
             g = spectral_filter(self.eigenvalues_, self.filter, float(lam), t, self.nu)
-            rows.append(1.0 - self._support(Kt, dt, g))
+            rows.append(1.0 - self._filtered(proj2, g))
         return torch.stack(rows)[:, None, :]
 
 
