@@ -84,10 +84,17 @@ def test_max_time_bounds_selection_plus_reserve(monkeypatch):
     assert clock.now + 0.25 * 50 + 0.25 * 10 <= 100.0
 
 
-def test_baseline_runs_even_past_max_time(monkeypatch):
+def test_no_selection_when_even_the_baseline_would_overrun(monkeypatch):
     clock = _Clock()
     monkeypatch.setattr(auto, "time", clock)
     kernels = [_costly(clock, 50.0, "A"), _costly(clock, 1.0, "B")]
     specs, table = auto.select_members(_sines(12), kernels=kernels, max_time=10.0)
-    assert len(specs) == 1  # the baseline is always available
-    assert (table["status"] == "skipped (time)").sum() == 4
+    # after A's first fold (2 Grams, 100 s) its projected end is far past 10 s: A + 1-NN kept
+    assert clock.now == 100.0
+    assert [s.label() for s in specs] == ["A+knn"]
+    assert len(table) == 1 and bool(table["chosen"].iloc[0])
+    assert "kept the baseline without selection" in table["status"].iloc[0]
+    # the detector: the default recipe, and the repr says so
+    det = KernelNoveltyDetector(kernel="auto", max_time=1e-9).fit(_sines(12))
+    assert [m.spec.name for m in det.members_] == ["minirocket+knn", "gak+knn"]
+    assert "auto chose baseline" in repr(det)

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import torch
 
-from ._base import DEFAULT_MAX_MEMORY, Kernel
+from ._base import Kernel
 from ._gak_torch import log_gak_wavefront
 from ._params import optional
 from ._registry import KernelSpec, register
@@ -281,7 +281,7 @@ class GlobalAlignmentKernel(Kernel):
 
     def _log_block_torch(self, X, Y, symmetric, inv2s2, w, band) -> torch.Tensor:
         log_w = torch.from_numpy(np.log(w)).to(device=X.values.device, dtype=X.values.dtype)
-        rows = max(1, self._wavefront_budget() // max(1, self._wavefront_pair_bytes(X, Y) * Y.n))
+        rows = max(1, self._budget // max(1, self._wavefront_pair_bytes(X, Y) * Y.n))
         parts = [
             log_gak_wavefront(
                 X.values[i : i + rows],
@@ -298,7 +298,7 @@ class GlobalAlignmentKernel(Kernel):
 
     def _log_diag_torch(self, X, inv2s2, w, band) -> torch.Tensor:
         log_w = torch.from_numpy(np.log(w)).to(device=X.values.device, dtype=X.values.dtype)
-        rows = max(1, self._wavefront_budget() // max(1, self._wavefront_pair_bytes(X, X)))
+        rows = max(1, self._budget // max(1, self._wavefront_pair_bytes(X, X)))
         parts = [
             log_gak_wavefront(V, L, V, L, inv2s2, log_w, band, paired=True)
             for V, L in (
@@ -323,9 +323,6 @@ class GlobalAlignmentKernel(Kernel):
     def _wavefront_pair_bytes(self, X: SeriesBatch, Y: SeriesBatch) -> int:
         T = max(X.length, Y.length) + 1
         return (X.d + 12) * T * self._itemsize
-
-    def _wavefront_budget(self) -> int:
-        return DEFAULT_MAX_MEMORY if self.max_memory is None else int(self.max_memory)
 
     def _pair_bytes(self, X: SeriesBatch, Y: SeriesBatch) -> int:
         if self._backend == "numba":

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import torch
 
-from ._base import DEFAULT_MAX_MEMORY, Kernel
+from ._base import Kernel
 from ._registry import KernelSpec, register
 from ._static import RBF, Linear, StaticKernel, check_optional_static
 from ._threads import threads
@@ -329,7 +329,7 @@ class RandomConvolutionKernel(Kernel):
         if self.block_size is not None:
             check_int(self.block_size, "block_size")
             return int(self.block_size)
-        budget = DEFAULT_MAX_MEMORY if self.max_memory is None else int(self.max_memory)
+        budget = self._budget  # checked (tskernels._base.check_max_memory)
         per_series = 20 * n_features + 16 * X.length * X.d
         return max(1, budget // per_series)
 
