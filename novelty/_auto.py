@@ -47,18 +47,9 @@ import math
 import time
 
 import numpy as np
-import torch
 from sklearn.base import clone
 
-from ._members import (
-    MemberSpec,
-    checked_batch,
-    kernel_input,
-    make_scorer,
-    novelty,
-    prepare_kernel,
-    preprocess_mode,
-)
+from ._members import MemberSpec, checked_batch, fit_pipeline, make_scorer, novelty
 from ._perturbations import PERTURBATIONS, corpus_scale, perturb
 from ._progress import plan, step
 
@@ -234,22 +225,11 @@ def select_members(
             Xtr = _subset(Xs, train)
             Xte = _stack(list(held) + anomalies, Xs)
             try:
-                mode = preprocess_mode(prep)
-                if mode is not None:
-                    from tskernels.transforms import Preprocessor
-
-                    # Xtr: series of the checked corpus; Xte holds new (synthetic) series,
-                    # checked by the pre-processing as any input
-                    pre = Preprocessor(zscore=mode).fit(checked_batch(Xtr))
-                    Ztr, Zte = pre.transform(checked_batch(Xtr)), pre.transform(Xte)
-                else:
-                    Ztr, Zte = Xtr, Xte
-                Ztr = kernel_input(kernel, Ztr, derived=mode is not None)
-                Zte = kernel_input(kernel, Zte, derived=True)
-                k = prepare_kernel(MemberSpec(kernel=kernel), Ztr)
-                K = k.gram(Ztr, normalize=norm)
-                Kt = k.gram(Zte, Ztr, normalize=norm)
-                diag = torch.ones(Kt.shape[0], dtype=Kt.dtype) if norm else k.diag(Zte)
+                # the member pipeline fitted on the training part (series of the checked
+                # corpus); Xte holds new (synthetic) series, checked as any input
+                pipeline = fit_pipeline(MemberSpec(kernel, preprocess=prep, normalize=norm), Xtr)
+                K = pipeline.gram
+                Kt, diag = pipeline.grams(Xte, checked=False)
             except (ValueError, ArithmeticError) as err:
                 failed = f"failed: {err}"
                 step(n=len(plan_) - done + 1)

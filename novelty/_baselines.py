@@ -23,7 +23,7 @@ import torch
 from ._gram_scorer import GramScorer, Interval, Options
 from ._validation import check_psd, pow2_scale
 
-__all__ = ["KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer"]
+__all__ = ["KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer", "squared_feature_distances"]
 
 
 class KNNScorer(GramScorer):
@@ -71,25 +71,49 @@ class KNNScorer(GramScorer):
         c = pow2_scale(Kt, dt, diag)  # 1.0 unless entries beyond 2^500 (sums would overflow)
         if c != 1.0:
             Kt, dt, diag = Kt * c, dt * c, diag * c
-        d2 = dt[:, None] + diag[None, :] - 2.0 * Kt
-        scale = float(dt.abs().max()) + 1.0
+        d2 = squared_feature_distances(Kt, dt, diag)
         if aggregate == "kth":
-            dist = _sqrt_of_squared_distance(torch.kthvalue(d2, k, dim=1).values, scale)
+            dist = torch.kthvalue(d2, k, dim=1).values.sqrt()
         else:
-            nearest = torch.topk(d2, k, dim=1, largest=False).values
-            dist = _sqrt_of_squared_distance(nearest, scale).mean(dim=1)
+            dist = torch.topk(d2, k, dim=1, largest=False).values.sqrt().mean(dim=1)
         return dist if c == 1.0 else dist / math.sqrt(c)
 
 
-def _sqrt_of_squared_distance(d2: torch.Tensor, scale: float) -> torch.Tensor:
-    """sqrt of feature-space squared distances; values below 0 by rounding (|d2| <= 1e-8 x
-    scale) are 0, a clearly negative one means the kernel values are inconsistent (not PSD, or
-    test diagonal and cross Gram from different kernels) and raises."""
+def squared_feature_distances(
+    K: torch.Tensor, diag_rows: torch.Tensor, diag_cols: torch.Tensor, scale: float | None = None
+) -> torch.Tensor:
+    r"""Squared feature-space distances read off a Gram matrix, Tensor of shape (n, m):
+
+    .. math:: d^2_{ij} = \|\phi(y_i) - \phi(x_j)\|^2 = k(y_i, y_i) + k(x_j, x_j) - 2 k(y_i, x_j)
+
+    with ``K`` [i, j] = k(y_i, x_j), ``diag_rows`` = k(y_i, y_i) (n,), ``diag_cols`` =
+    k(x_j, x_j) (m,). Values below 0 by rounding (down to -1e-8 x ``scale``, by default
+    max |k(y_i, y_i)| + 1) are set to 0; a clearly negative one raises
+    (:func:`check_squared_distances`). The one definition behind the kNN scorer and its exact
+    leave-one-out (:func:`novelty._members._knn_leave_one_out`)."""
+    d2 = diag_rows[:, None] + diag_cols[None, :] - 2.0 * K
+    if scale is None:
+        scale = float(diag_rows.abs().max()) + 1.0 if diag_rows.numel() else 1.0
+    check_squared_distances(d2, scale)
+    return d2.clamp_min(0.0)
+
+
+def check_squared_distances(d2: torch.Tensor, scale: float) -> None:
+    """Raise when a squared feature-space distance is below -1e-8 x ``scale``: the kernel
+    values are inconsistent (not positive semi-definite, or the diagonal and the Gram from
+    different kernels); above that, a negative value is rounding."""
     if bool((d2 < -1e-8 * scale).any()):
         raise ValueError(
-            f"negative squared feature-space distance {float(d2.min()):.3g}: the test diagonal "
-            "and the Gram matrices are not from one positive semi-definite kernel"
+            f"negative squared feature-space distance {float(d2.min()):.3g}: the kernel is "
+            "not positive semi-definite, or the diagonal and the Gram matrices are not from "
+            "one kernel"
         )
+
+
+def _sqrt_of_squared_distance(d2: torch.Tensor, scale: float) -> torch.Tensor:
+    """sqrt of feature-space squared distances, checked (:func:`check_squared_distances`) and
+    clamped at 0."""
+    check_squared_distances(d2, scale)
     return torch.sqrt(d2.clamp_min(0.0))
 
 

@@ -51,7 +51,7 @@ from sklearn.base import clone
 from tskernels import Kernel, SeriesBatch
 from tskernels.validation import all_finite, resolve_dtype
 
-from ._baselines import KNNScorer
+from ._baselines import KNNScorer, squared_feature_distances
 from ._gram_scorer import GramScorer
 from ._progress import step
 from ._scorer_registry import scorer_name, scorer_registry
@@ -250,6 +250,76 @@ def prepare_kernel(spec: MemberSpec, Z):
     return kernel
 
 
+def fit_preprocessing(spec: MemberSpec, X, preprocessors: dict | None = None):
+    """(pre-processing, pre-processed corpus) of ``spec`` on the checked corpus ``X``: the
+    :class:`tskernels.transforms.Preprocessor` of its mode fitted on ``X`` (read as a checked
+    SeriesBatch; taken from, or stored in, the cache ``preprocessors`` keyed by mode, so the
+    members of one detector share it), or (None, ``X``) without pre-processing."""
+    mode = preprocess_mode(spec.preprocess)
+    if mode is None:
+        return None, X
+    Xb = checked_batch(X)
+    cache = {} if preprocessors is None else preprocessors
+    if mode not in cache:
+        from tskernels.transforms import Preprocessor
+
+        cache[mode] = Preprocessor(zscore=mode).fit(Xb)
+    return cache[mode], cache[mode].transform(Xb)
+
+
+def pipeline_input(kernel, preprocessor, X, *, checked: bool = True):
+    """What ``kernel`` receives for new series ``X`` (:func:`kernel_input`): ``X`` through the
+    fitted ``preprocessor`` (None: none). ``checked``: ``X`` was checked at the public call
+    (read as a checked SeriesBatch); else it is new data (the selection's synthetic anomalies),
+    checked by the pre-processing as any input, or without one by one reduction."""
+    if preprocessor is None:
+        return kernel_input(kernel, X, derived=not checked)
+    Z = preprocessor.transform(checked_batch(X) if checked else X)
+    return kernel_input(kernel, Z, derived=True)
+
+
+def cross_grams(kernel, Z, corpus, normalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(Kt, diag) of the fitted ``kernel`` for the series ``Z`` against the ``corpus`` (both
+    kernel inputs): ``Kt`` [i, j] = k(z_i, x_j), Tensor (n, N), normalised when
+    ``normalize``, and ``diag`` [i] = k(z_i, z_i), Tensor (n,): ones when normalised (a
+    normalised kernel's diagonal is 1), else ``kernel.diag(Z)``."""
+    Kt = kernel.gram(Z, corpus, normalize=normalize)
+    if normalize:
+        return Kt, torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
+    return Kt, kernel.diag(Z)
+
+
+@dataclass(frozen=True)
+class FittedPipeline:
+    """A member's pipeline fitted on a corpus (:func:`fit_pipeline`)."""
+
+    preprocessor: object  # the fitted Preprocessor, None without pre-processing
+    kernel: object  # a fitted copy of the spec's kernel
+    corpus: object  # the pre-processed corpus (the checked corpus without pre-processing)
+    corpus_input: object  # what the kernel receives for it (kernel_input)
+    gram: torch.Tensor  # the corpus Gram (N, N), normalised when `normalize`
+    normalize: bool
+
+    def grams(self, X, *, checked: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """(Kt, diag) of new series ``X`` against the corpus (:func:`pipeline_input`,
+        :func:`cross_grams`)."""
+        Z = pipeline_input(self.kernel, self.preprocessor, X, checked=checked)
+        return cross_grams(self.kernel, Z, self.corpus_input, self.normalize)
+
+
+def fit_pipeline(spec: MemberSpec, X, preprocessors: dict | None = None) -> FittedPipeline:
+    """The member pipeline of ``spec`` on the checked corpus ``X``, the one sequence that
+    :class:`Member` and the selection (:func:`novelty._auto.select_members`) both run: the
+    pre-processing fitted on ``X`` (:func:`fit_preprocessing`), the kernel's input
+    (:func:`kernel_input`), a copy of the kernel fitted on it (:func:`prepare_kernel`) and the
+    corpus Gram."""
+    preprocessor, Z = fit_preprocessing(spec, X, preprocessors)
+    Zk = kernel_input(spec.kernel, Z, derived=preprocessor is not None)
+    kernel = prepare_kernel(spec, Zk)
+    K = kernel.gram(Zk, normalize=spec.normalize)
+    return FittedPipeline(preprocessor, kernel, Z, Zk, K, bool(spec.normalize))
+
+
 def _calibration_folds(n: int, loo_max: int, groups: np.ndarray | None = None):
     """(train, test) index pairs: leave-one-out up to ``loo_max`` series, else
     ``CALIBRATION_FOLDS`` seeded folds. With duplicate ``groups`` (:func:`duplicate_groups`)
@@ -374,11 +444,7 @@ def cross_fitted_scores(spec: MemberSpec, Z, groups: np.ndarray | None = None) -
             if hasattr(kernel, "fit"):  # as prepare_kernel
                 kernel.fit(Ztr)
             K = kernel.gram(Ztr, normalize=spec.normalize)
-            Kt = kernel.gram(Zte, Ztr, normalize=spec.normalize)
-            if spec.normalize:
-                diag = torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
-            else:
-                diag = kernel.diag(Zte)
+            Kt, diag = cross_grams(kernel, Zte, Ztr, spec.normalize)
         scorer = make_scorer(spec, K.shape[0] if spec.name else None).fit(K)
         out[test] = novelty(spec, scorer, Kt, diag)
         step(f"{spec.label()}: cross-fitting")
@@ -408,14 +474,7 @@ def _knn_leave_one_out(
     n = K.shape[0]
     k = min(int(scorer.n_neighbors), n - 1)
     aggregate = scorer.aggregate
-    d2 = diag[:, None] + diag[None, :] - 2.0 * K
-    scale = float(diag.abs().max()) + 1.0
-    if bool((d2 < -1e-8 * scale).any()):
-        raise ValueError(
-            f"negative squared feature-space distance {float(d2.min()):.3g} in the corpus: the "
-            "kernel is not positive semi-definite"
-        )
-    d2 = d2.clamp_min(0.0)  # rounding only (checked above)
+    d2 = squared_feature_distances(K, diag, diag)  # checked, rounding clamped at 0
     if groups is not None:
         return _knn_leave_group_out(scorer, d2, groups)
     d2.fill_diagonal_(float("inf"))
@@ -463,11 +522,11 @@ class Member:
 
     def fit(self, X, preprocessors: dict) -> Member:
         spec = self.spec
-        Z = self._prepare(X, preprocessors, fit=True)
-        Zk = self._kernel_input(spec.kernel, Z)
-        self.kernel_ = prepare_kernel(spec, Zk)
-        self.corpus_ = Z
-        K = self.kernel_.gram(Zk, normalize=spec.normalize)
+        pipeline = fit_pipeline(spec, X, preprocessors)
+        if pipeline.preprocessor is not None:
+            self.preprocessor_ = pipeline.preprocessor
+        self.kernel_, self.corpus_ = pipeline.kernel, pipeline.corpus
+        Zk, K = pipeline.corpus_input, pipeline.gram
         diag = torch.diagonal(K).clone()
         step(f"{spec.label()}: Gram")
         auto = spec.name != ""  # members made by the recipe or the selection adapt to N
@@ -498,17 +557,14 @@ class Member:
     def _prepare(self, X, preprocessors: dict, fit: bool = False):
         """The pre-processed series of the checked ``X`` (``X`` itself without
         pre-processing); the pre-processing reads ``X`` as a checked SeriesBatch."""
-        mode = preprocess_mode(self.spec.preprocess)
-        if mode is None:
-            return X
-        Xb = checked_batch(X)
         if fit:
-            if mode not in preprocessors:
-                from tskernels.transforms import Preprocessor
-
-                preprocessors[mode] = Preprocessor(zscore=mode).fit(Xb)
-            self.preprocessor_ = preprocessors[mode]
-        return self.preprocessor_.transform(Xb)
+            preprocessor, Z = fit_preprocessing(self.spec, X, preprocessors)
+            if preprocessor is not None:
+                self.preprocessor_ = preprocessor
+            return Z
+        if preprocess_mode(self.spec.preprocess) is None:
+            return X
+        return self.preprocessor_.transform(checked_batch(X))
 
     def _kernel_input(self, kernel, Z):
         """:func:`kernel_input` of the (pre-processed) checked series ``Z``."""
@@ -516,14 +572,10 @@ class Member:
         return kernel_input(kernel, Z, derived=derived)
 
     def grams(self, X):
+        """(Kt, diag) of the checked series ``X`` against the corpus (:func:`cross_grams`)."""
         Zk = self._kernel_input(self.kernel_, self._prepare(X, {}))
         corpus = kernel_input(self.kernel_, self.corpus_)  # confirmed finite at fit
-        Kt = self.kernel_.gram(Zk, corpus, normalize=self.spec.normalize)
-        if self.spec.normalize:
-            diag = torch.ones(Kt.shape[0], dtype=Kt.dtype, device=Kt.device)
-        else:
-            diag = self.kernel_.diag(Zk)
-        return Kt, diag
+        return cross_grams(self.kernel_, Zk, corpus, self.spec.normalize)
 
     def novelty(self, X) -> np.ndarray:
         Kt, diag = self.grams(X)
