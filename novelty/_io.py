@@ -84,6 +84,21 @@ def read_series(path, *, id_col=None, time_col=None, label_col=None, channels=No
     )
 
 
+def _read_frame(path):
+    """(the CSV's cells as stripped text, its header) with pandas; one-line errors."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise SeriesFileError(f"{path}: cannot be read as CSV ({_first_line(exc)})") from None
+    except pd.errors.EmptyDataError:
+        raise SeriesFileError(f"{path}: empty file (a header line and data rows)") from None
+    header = [str(c).strip() for c in frame.columns]
+    frame.columns = header
+    return frame, header
+
+
 def _pick(header: list, wanted, names: tuple, what: str, where: str, option: str):
     """The column named ``wanted`` (or the first of ``names`` present), None if absent and
     ``wanted`` is None; an explicit ``wanted`` that is absent is an error."""
@@ -108,17 +123,9 @@ def _missing_column(what, names, header, where, option) -> SeriesFileError:
 
 
 def _read_long_csv(path, id_col, time_col, label_col, channels) -> SeriesFile:
-    import pandas as pd
 
     where = str(path)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise SeriesFileError(f"{where}: cannot be read as CSV ({_first_line(exc)})") from None
-    except pd.errors.EmptyDataError:
-        raise SeriesFileError(f"{where}: empty file (a header line and data rows)") from None
-    header = [str(c).strip() for c in frame.columns]
-    frame.columns = header
+    frame, header = _read_frame(path)
     if len(set(header)) != len(header):
         raise SeriesFileError(f"{where}: a column name appears twice ({', '.join(header)})")
     sid = _pick(header, id_col, ID_NAMES, "series id", where, "--id-col")
@@ -259,7 +266,6 @@ def _stack(series: list):
 
 
 def _read_folder(path: Path, time_col, channels) -> SeriesFile:
-    import pandas as pd
 
     where = str(path)
     files = sorted(p for p in path.iterdir() if p.suffix.lower() == ".csv")
@@ -267,14 +273,7 @@ def _read_folder(path: Path, time_col, channels) -> SeriesFile:
         raise SeriesFileError(f"{where}: a folder of per-series .csv files, found none")
     series, names = [], None
     for f in files:
-        try:
-            frame = pd.read_csv(f, dtype=str, keep_default_na=False, skipinitialspace=True)
-        except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            raise SeriesFileError(f"{f}: cannot be read as CSV ({_first_line(exc)})") from None
-        except pd.errors.EmptyDataError:
-            raise SeriesFileError(f"{f}: empty file") from None
-        header = [str(c).strip() for c in frame.columns]
-        frame.columns = header
+        frame, header = _read_frame(f)
         tcol = _pick(header, time_col, TIME_NAMES, "time", str(f), "--time-col")
         chans = _channels(header, {tcol}, channels, str(f))
         if names is None:

@@ -38,3 +38,16 @@ def _cv_table(path) -> list[tuple]:
     ).fetchall()
     con.close()
     return rows
+
+
+def run_cli(argv, capsys) -> tuple[int, str, str]:
+    """``python -m experiments`` in process: (exit status, stdout, stderr); argparse's own
+    errors (SystemExit) give their status too."""
+    from experiments.__main__ import main
+
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err

@@ -10,18 +10,13 @@ import sqlite3
 
 import numpy as np
 import pytest
+from experiment_helpers import run_cli
 
-from experiments.__main__ import main
 from experiments.data import load_data
 
 
 def _cli(argv, capsys) -> tuple[int, str, str]:
-    try:
-        rc = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+    return run_cli(argv, capsys)
 
 
 def _toy(n_per_class=8, T=12, d=2, classes=("a", "b", "c"), seed=0):

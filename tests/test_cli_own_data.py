@@ -14,9 +14,9 @@ import sqlite3
 
 import numpy as np
 import pytest
+from experiment_helpers import run_cli
 
 import tskernels as tk
-from experiments.__main__ import main
 from experiments._grids import PRESETS, build_kernel, kernel_grid_points
 from experiments._options import RunOptions
 from experiments._protocol import cv_splits
@@ -27,12 +27,7 @@ E = math.e
 
 
 def _cli(argv, capsys) -> tuple[int, str, str]:
-    try:
-        rc = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+    return run_cli(argv, capsys)
 
 
 def _write_csv(path, X, y, split=None) -> None:

@@ -5,17 +5,11 @@ and no store is created."""
 from __future__ import annotations
 
 import pytest
-
-from experiments.__main__ import main
+from experiment_helpers import run_cli
 
 
 def _cli(argv, capsys) -> tuple[int, str, str]:
-    try:
-        rc = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+    return run_cli(argv, capsys)
 
 
 def _argv(store, **options) -> list[str]:
