@@ -99,7 +99,7 @@ import torch
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._baselines import KNNScorer
+from ._baselines import KNNScorer, squared_feature_distances
 from ._calibration import conformal_threshold, min_corpus_for
 from ._gram_scorer import validate_params
 from ._members import (
@@ -135,7 +135,7 @@ def fit_state(member: Member, X, K: torch.Tensor) -> dict:
     elif not state["cross_fitted"]:
         diag = torch.diagonal(K).clone()
         groups = _group_tensor(member.duplicate_groups_, K.shape[0], K.device)
-        d2 = _squared_distances(K, diag, diag, float(diag.abs().max()) + 1.0)
+        d2 = squared_feature_distances(K, diag, diag, float(diag.abs().max()) + 1.0)
         d2 = d2.masked_fill(groups[:, None] == groups[None, :], math.inf)
         k = min(int(template.n_neighbors), K.shape[0])
         state["nearest_d2"] = torch.topk(d2, k, dim=1, largest=False).values
@@ -282,8 +282,8 @@ def _member_update(m: Member, Xs, raw, groups: np.ndarray | None) -> dict:
         diag_old = m.scorer_.corpus_diag_
         diag = torch.cat([diag_old, diag_new])
         scale = float(diag.abs().max()) + 1.0
-        d2_ba = _squared_distances(K_ba, diag_new, diag_old, scale)
-        d2_bb = _squared_distances(K_bb, diag_new, diag_new, scale)
+        d2_ba = squared_feature_distances(K_ba, diag_new, diag_old, scale)
+        d2_bb = squared_feature_distances(K_bb, diag_new, diag_new, scale)
         d2_ba = d2_ba.masked_fill(g[N:, None] == g[None, :N], math.inf)
         d2_bb = d2_bb.masked_fill(g[N:, None] == g[None, N:], math.inf)
         k = min(int(template.n_neighbors), N + n_new)
@@ -400,18 +400,6 @@ def _knn_scorer(spec, diag: torch.Tensor, device, n_auto: int | None) -> KNNScor
     scorer._device = device
     scorer.n_corpus_ = int(diag.shape[0])
     return scorer
-
-
-def _squared_distances(K, diag_rows, diag_cols, scale: float) -> torch.Tensor:
-    r""":math:`k(x,x) + k(y,y) - 2k(x,y)`, clamped at 0 after the check of
-    :func:`~novelty._members._knn_leave_one_out` (clearly negative: not PSD)."""
-    d2 = diag_rows[:, None] + diag_cols[None, :] - 2.0 * K
-    if bool((d2 < -1e-8 * scale).any()):
-        raise ValueError(
-            f"negative squared feature-space distance {float(d2.min()):.3g} in the corpus: the "
-            "kernel is not positive semi-definite"
-        )
-    return d2.clamp_min(0.0)
 
 
 def _union_gram(K_aa, K_ba, K_bb) -> torch.Tensor:
