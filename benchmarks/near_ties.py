@@ -54,15 +54,15 @@ def candidates_by_objective(cv_rows: dict, order: list, rank_rule: str) -> list[
 
 def near_ties(opts: RunOptions, kernel: str, scorer: str, top: int) -> dict[str, np.ndarray]:
     """{data set: array (top, 2) of [mean test ROC-AUC, mean CV-objective gap]} over classes."""
-    preset, grids, setting, config, tcs, *_ = _effective(opts)
-    sid = setting_id(setting)
+    eff = _effective(opts)
+    sid = setting_id(eff.setting)
     store = ResultStore(opts.store)
     if sid not in store.settings():
         raise SystemExit(f"error: store {opts.store} has no setting {sid} for these options")
-    names = list(preset.datasets if opts.datasets is None else opts.datasets)
-    datasets, _ = _load_datasets(opts, names, config["folds"], config["seed"])
-    levels = grids[kernel].levels
-    order = candidate_order(grids[kernel], tcs)
+    names = list(eff.preset.datasets if opts.datasets is None else opts.datasets)
+    datasets, _ = _load_datasets(opts, names, eff.config["folds"], eff.config["seed"])
+    levels = eff.grids[kernel].levels
+    order = candidate_order(eff.grids[kernel], eff.time_channels)
     out = {}
     for dname, data in datasets.items():
         per_class = []
@@ -76,7 +76,7 @@ def near_ties(opts: RunOptions, kernel: str, scorer: str, top: int) -> dict[str,
             for sel in ranked:
                 cell = {"cls": cls, "kernel": kernel, "grid": "", "levels": levels,
                         "selections": {scorer: sel}}  # fmt: skip
-                (row,) = run_test_cell(cell, data, config)
+                (row,) = run_test_cell(cell, data, eff.config)
                 roc = np.nan if row["error"] else row["roc_auc"]
                 rows.append([roc, ranked[0]["cv_objective"] - sel["cv_objective"]])
             per_class.append(rows)

@@ -23,14 +23,22 @@ import os
 import sys
 import time
 from collections import Counter, deque
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from ._cells import CVCell, Done, RunSetup, TestCell, plan, results_of
 from ._executor import Executor, RunError, RunInterrupted, execute
-from ._grids import PRESETS, REGISTRY_NAME, KernelGrid, _r, build_kernel, kernel_grid_points
+from ._grids import (
+    PRESETS,
+    REGISTRY_NAME,
+    KernelGrid,
+    Preset,
+    _r,
+    build_kernel,
+    kernel_grid_points,
+)
 from ._options import RANK_RULES, ConfigError, RunOptions
 from ._protocol import Dataset, fold_grams, run_cv_cell, run_test_cell, select
 from ._recorder import Provenance, Recorder, check_device
@@ -187,9 +195,27 @@ def _check_fitted_kernels(kernels, share: str) -> None:
 
 
 # ----------------------------------------------------------------------------- planning
-def _effective(opts: RunOptions):
-    """Every option checked (ConfigError) and resolved against the preset: (preset, grids,
-    setting, run config, time channels, kernels, scorers, messages)."""
+@dataclass(frozen=True)
+class Effective:
+    """The options of a run, every one checked and resolved against its preset
+    (:func:`_effective`)."""
+
+    preset: Preset
+    #: kernel name -> its grid, with the run's --grid overrides and --levels applied
+    grids: dict[str, KernelGrid]
+    #: what identifies the run's results in the store (its id is the setting id)
+    setting: dict
+    #: what every cell receives: the setting's options plus device, threads and rank rule
+    config: dict
+    time_channels: list[bool]
+    kernels: list[str]
+    scorers: list[str]
+    #: notes for the user (kernels or scorers left out, and why)
+    messages: list[str]
+
+
+def _effective(opts: RunOptions) -> Effective:
+    """Every option checked (ConfigError) and resolved against the preset (:class:`Effective`)."""
     if opts.rank_rule not in RANK_RULES:
         raise ConfigError(f"--rank-rule must be {' or '.join(RANK_RULES)}, got {opts.rank_rule!r}")
     if opts.preset is None:  # the default preset of the data (:func:`resolve_preset`)
@@ -301,7 +327,7 @@ def _effective(opts: RunOptions):
         setting["rank_rule"] = opts.rank_rule
     threads = threads or max(1, (os.cpu_count() or 1) // workers)
     run_config = dict(config, device=opts.device, threads=int(threads), rank_rule=opts.rank_rule)
-    return preset, grids, setting, run_config, tcs, kernels, scorers, messages
+    return Effective(preset, grids, setting, run_config, tcs, kernels, scorers, messages)
 
 
 def _load_datasets(opts: RunOptions, names: list[str], folds: int, seed: int = 0):
@@ -431,7 +457,9 @@ def run_benchmark(opts: RunOptions) -> dict:
     t_start = time.perf_counter()
     preset_name, why = resolve_preset(opts)
     opts = replace(opts, preset=preset_name)
-    preset, grids, setting, config, tcs, kernels, scorers, messages = _effective(opts)
+    eff = _effective(opts)
+    preset, grids, setting, config = eff.preset, eff.grids, eff.setting, eff.config
+    kernels, scorers, messages = eff.kernels, eff.scorers, eff.messages
     messages.insert(0, f"preset {preset.name}: {why}")
     specs = list(preset.datasets if opts.datasets is None else opts.datasets)
     if not specs:
@@ -449,7 +477,8 @@ def run_benchmark(opts: RunOptions) -> dict:
     _fit_max_rank(opts, preset.name, datasets, normal, config, setting, messages)
     setup = RunSetup(
         datasets={n: tuple(d.classes) for n, d in datasets.items()},
-        kernels=tuple(kernels), scorers=tuple(scorers), grids=grids, time_channels=tuple(tcs),
+        kernels=tuple(kernels), scorers=tuple(scorers), grids=grids,
+        time_channels=tuple(eff.time_channels),
         skip=_skipped(datasets, kernels, messages),
         normal_classes=None if normal is None else tuple(normal),
     )  # fmt: skip
