@@ -5,6 +5,7 @@ problems, adapts inputs by aeon's tags, and measures the same detector as our ow
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -140,3 +141,13 @@ def test_aeon_route_measures_our_detector():
         want = -ref.score_samples([y.T for y in Y] if unequal else Y.transpose(0, 2, 1))
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         assert got[3:].min() > got[:3].max()
+
+
+def test_store_skips_a_torn_line_and_other_settings(tmp_path):
+    store = tmp_path / "s.jsonl"
+    a = {"dataset": "D", "settings": {"max_test": 300}}
+    b = {"dataset": "E", "settings": {"max_test": 9}}
+    store.write_text(json.dumps(a) + "\n" + json.dumps(b) + "\n" + '{"dataset": "F", "sett')
+    assert ba.read_store(store) == [a, b]
+    assert ba.read_store(store, {"max_test": 9}) == [b]
+    assert ba.read_store(tmp_path / "none.jsonl") == []
