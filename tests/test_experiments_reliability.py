@@ -81,8 +81,10 @@ def _alive(pids) -> list[int]:
 
 
 def _sigint_default() -> None:
-    # as from a terminal: a test runner started in the background may inherit SIGINT ignored
+    # as from a terminal: a test runner started in the background may inherit SIGINT ignored,
+    # and one started under nohup SIGHUP ignored (which the run then rightly keeps ignoring)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _cells(path) -> tuple[int, list[tuple]]:
