@@ -275,7 +275,8 @@ class Executor:
             try:
                 with _sigint_blocked():  # a worker started here is born deaf to Ctrl-C
                     fut = self.pool.submit(_pool_entry, self.entry, cell, self.config)
-            except BrokenProcessPool as exc:  # a worker died (a signal to the group?)
+            except (BrokenProcessPool, OSError) as exc:  # a worker died (a signal to the
+                # group?), or the pool's pipe was closed under a worker being spawned
                 self._broken(exc)
                 return
             self.pending[fut] = cell
