@@ -19,6 +19,7 @@ from tskernels._yeo_johnson import (
     YeoJohnson,
     _fit_lambdas,
     _fused_log_likelihood,
+    _maximise,
     yeo_johnson_log_likelihood,
 )
 
@@ -38,9 +39,7 @@ from novelty._members import (  # noqa: E402
 )
 
 # ------------------------------------------------------------------ the numpy oracle
-# The lambda search as it was before the compiled core (numpy, (n, F) temporaries).
-_GRID = np.linspace(-4.0, 4.0, 33)
-_GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
+# The likelihood as it was before the compiled core (numpy, (n, F) temporaries).
 
 
 def _old_psi(L, pos, lam):
@@ -62,36 +61,11 @@ def _old_log_likelihood(L, pos, S, lam):
 
 
 def _old_fit_lambdas(X, tol=1e-7, max_iter=60):
-    F = X.shape[1]
+    """The former numpy likelihood through the module's (unchanged) search: what differs
+    between the two is the likelihood, the part compiled."""
     L, pos = np.log1p(np.abs(X)), X >= 0
     S = np.where(pos, L, -L).sum(axis=0)
-
-    def ll(lam):
-        return _old_log_likelihood(L, pos, S, lam)
-
-    grid_ll = np.stack([ll(np.full(F, g)) for g in _GRID])
-    best = np.argmax(grid_ll, axis=0)
-    lo = _GRID[np.maximum(best - 1, 0)]
-    hi = _GRID[np.minimum(best + 1, len(_GRID) - 1)]
-    c = hi - _GOLDEN * (hi - lo)
-    d = lo + _GOLDEN * (hi - lo)
-    fc, fd = ll(c), ll(d)
-    for _ in range(max_iter):
-        if float(np.max(hi - lo)) < tol:
-            break
-        left = fc >= fd
-        hi = np.where(left, d, hi)
-        lo = np.where(left, lo, c)
-        new_c = hi - _GOLDEN * (hi - lo)
-        new_d = lo + _GOLDEN * (hi - lo)
-        c_next = np.where(left, new_c, d)
-        d_next = np.where(left, c, new_d)
-        f_eval = ll(np.where(left, new_c, new_d))
-        fc, fd = np.where(left, f_eval, fd), np.where(left, fc, f_eval)
-        c, d = c_next, d_next
-    lam = 0.5 * (lo + hi)
-    worse = ll(lam) < grid_ll[best, np.arange(F)]
-    return np.where(worse, _GRID[best], lam)
+    return _maximise(lambda lam: _old_log_likelihood(L, pos, S, lam), X.shape[1], tol, max_iter)
 
 
 def _features(seed, n=60):

@@ -105,9 +105,13 @@ def _fused_log_likelihood(X: np.ndarray):
 
 
 def _fit_lambdas(X: np.ndarray, tol: float = 1e-7, max_iter: int = 60) -> np.ndarray:
-    F = X.shape[1]
-    ll = _fused_log_likelihood(X)
+    return _maximise(_fused_log_likelihood(X), X.shape[1], tol, max_iter)
 
+
+def _maximise(ll, F: int, tol: float = 1e-7, max_iter: int = 60) -> np.ndarray:
+    """The lambda of each of the F features maximising ``ll`` (a function of an (F,) array of
+    lambdas returning the (F,) log-likelihoods): the best point of ``_GRID``, then a
+    golden-section search between its neighbours, never worse than that grid point."""
     grid_ll = np.stack([ll(np.full(F, g)) for g in _GRID])
     best = np.argmax(grid_ll, axis=0)
     lo = _GRID[np.maximum(best - 1, 0)]
