@@ -494,12 +494,18 @@ def _knn_leave_group_out(scorer: KNNScorer, d2: torch.Tensor, groups: np.ndarray
         raise ValueError("every corpus series is a copy of one series: nothing to hold out")
     k_row = available.clamp_max(int(scorer.n_neighbors))
     nearest = torch.topk(d2, int(k_row.max()), dim=1, largest=False).values.sqrt()
-    if scorer.aggregate == "kth":
+    return aggregate_nearest(nearest, k_row, scorer.aggregate)
+
+
+def aggregate_nearest(nearest: torch.Tensor, k_row: torch.Tensor, aggregate: str) -> np.ndarray:
+    """kNN novelty per row from its ascending nearest distances ``nearest`` (n, >= max k) with
+    a row's own k in ``k_row`` (n,): the k-th distance ("kth") or the mean of the k nearest."""
+    if aggregate == "kth":
         out = nearest.gather(1, (k_row - 1)[:, None])[:, 0]
     else:
-        cols = torch.arange(nearest.shape[1], device=d2.device)
+        cols = torch.arange(nearest.shape[1], device=nearest.device)
         inside = cols[None, :] < k_row[:, None]
-        zero = torch.zeros((), dtype=nearest.dtype, device=d2.device)
+        zero = torch.zeros((), dtype=nearest.dtype, device=nearest.device)
         out = torch.where(inside, nearest, zero).sum(dim=1) / k_row.to(nearest.dtype)
     return out.cpu().numpy()
 

@@ -106,6 +106,7 @@ from ._members import (
     CALIBRATION_FOLDS,
     LOO_MAX,
     Member,
+    aggregate_nearest,
     duplicate_groups,
     first_occurrences,
     held_out_scores,
@@ -380,14 +381,7 @@ def _knn_scores(template: KNNScorer, nearest, g_rows, g, n: int) -> np.ndarray:
     available = n - torch.bincount(g, minlength=int(g.max()) + 1)[g_rows]
     k_row = available.clamp(min=1, max=int(template.n_neighbors))
     dist = nearest[:, : int(k_row.max())].sqrt()
-    if template.aggregate == "kth":
-        out = dist.gather(1, (k_row - 1)[:, None])[:, 0]
-    else:
-        cols = torch.arange(dist.shape[1], device=dist.device)
-        inside = cols[None, :] < k_row[:, None]
-        zero = torch.zeros((), dtype=dist.dtype, device=dist.device)
-        out = torch.where(inside, dist, zero).sum(dim=1) / k_row.to(dist.dtype)
-    return out.cpu().numpy()
+    return aggregate_nearest(dist, k_row, template.aggregate)
 
 
 def _knn_scorer(spec, diag: torch.Tensor, device, n_auto: int | None) -> KNNScorer:
