@@ -49,7 +49,10 @@ def test_bad_max_memory_gives_one_error_from_every_kernel(name):
     spec = kernel_registry()[name]
     X = _walks(5, T=10)
     for bad in BAD_MAX_MEMORY:
-        message = f"`max_memory` must be None or a positive integer number of bytes, got {bad!r}"
+        message = (
+            f"The 'max_memory' parameter of {type(spec.example()).__name__} must be None or an "
+            f"int in the range [1, inf). Got {bad!r} instead."
+        )
         with pytest.raises(ValueError) as err:
             spec.example().set_params(max_memory=bad).fit(X)
         assert str(err.value) == message

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from sklearn.utils._param_validation import InvalidParameterError
 
 import tskernels as tk
 
@@ -95,14 +96,21 @@ def test_grid_search_over_kernel_parameters():
 def test_set_params_cannot_slip_past_constraints(make, param, value):
     k = make().set_params(**{param: value})  # accepted when set: checked at use
     name = param.split("__")[-1]
+    owner = type(k.static if param.startswith("static__") else k).__name__
     for use in (lambda: k.gram(X), lambda: k.diag(X), lambda: k.fit(X)):
-        with pytest.raises(ValueError, match=f"`{name}`"):
+        with pytest.raises(
+            InvalidParameterError, match=rf"^The '{name}' parameter of {owner} must be .* Got "
+        ):
             use()
 
 
 def test_static_set_params_checked_at_use():
     rbf = tk.RBF(1.0).set_params(sigma=-3)
-    with pytest.raises(ValueError, match="`sigma` must be a positive float, got -3"):
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"^The 'sigma' parameter of RBF must be a float in the range \(0\.0, inf\)\. "
+        r"Got -3 instead\.$",
+    ):
         rbf.gram(np.ones((2, 2)))
 
 

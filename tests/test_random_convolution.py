@@ -242,12 +242,12 @@ def test_float32_and_default_static(fitted, corpus, others):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"transform": "rocket"}, "`transform` must be one of"),
-        ({"n_kernels": 0}, "`n_kernels` must be an integer"),
-        ({"seed": -1}, "`seed` must be an integer"),
-        ({"seed": 2**31}, "below 2\\*\\*31"),
-        ({"n_jobs": 0}, "`n_jobs` must be -1 or a positive integer"),
-        ({"power_transform": "yes"}, "`power_transform` must be True or False"),
+        ({"transform": "rocket"}, "'transform' parameter of RandomConvolutionKernel must be a str"),
+        ({"n_kernels": 0}, r"'n_kernels' .* must be an int in the range \[1, inf\)\. Got 0"),
+        ({"seed": -1}, r"'seed' .* must be an int in the range \[0, 2147483647\]\. Got -1"),
+        ({"seed": 2**31}, r"'seed' .* must be an int in the range \[0, 2147483647\]"),
+        ({"n_jobs": 0}, r"'n_jobs' .* must be None, -1 \(all cores\) or an int in the"),
+        ({"power_transform": "yes"}, "'power_transform' .* must be an instance of 'bool' or"),
     ],
 )
 def test_bad_parameters_raise_at_fit(params, match):
@@ -257,7 +257,7 @@ def test_bad_parameters_raise_at_fit(params, match):
 
 
 def test_bad_static_and_inputs(fitted, corpus):
-    with pytest.raises(TypeError, match="`static` must be None or a StaticKernel"):
+    with pytest.raises(TypeError, match="'static' .* must be None or an instance of 'tskernels"):
         RandomConvolutionKernel(static="rbf").fit(corpus)
     with pytest.raises(ValueError, match="multirocket.*equal-length corpus"):
         RandomConvolutionKernel("multirocket").fit([np.zeros((10, 2)), np.zeros((12, 2))])

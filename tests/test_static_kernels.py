@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from sklearn.utils._param_validation import InvalidParameterError
 
 from tskernels import RBF, FlattenedKernel, IntegralKernel, Laplacian, Linear, Polynomial
 
@@ -33,9 +34,15 @@ def test_static_closed_forms(kernel, f):
 
 
 def test_static_parameter_errors():
-    with pytest.raises(ValueError, match="`sigma` must be a positive float, got -1.0"):
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"^The 'sigma' parameter of RBF must be a float in the range \(0\.0, inf\)\. "
+        r"Got -1\.0 instead\.$",
+    ):
         RBF(-1.0)
-    with pytest.raises(ValueError, match="degree"):
+    with pytest.raises(
+        InvalidParameterError, match=r"The 'degree' parameter of Polynomial .* Got 0 instead"
+    ):
         Polynomial(0)
     with pytest.raises(ValueError, match="2-D"):
         RBF().gram(np.zeros((2, 3, 4)))

@@ -42,6 +42,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
+from ._constraints import Constraint, Interval, Options, StrOptions
 from ._params import Parametrized
 from ._threads import threads
 from .validation import (
@@ -49,8 +50,6 @@ from .validation import (
     all_finite,
     as_series_batch,
     check_channels,
-    check_n_jobs,
-    check_option,
     resolve_device,
     resolve_dtype,
 )
@@ -141,16 +140,30 @@ def check_block_size(value, name: str = "block_size") -> int | None:
     return int(value)
 
 
-def _check_device(value, name: str) -> None:
-    resolve_device(value)
+class _AllCores(Constraint):
+    """``n_jobs=-1``: every core."""
+
+    def is_satisfied_by(self, value) -> bool:
+        return isinstance(value, Integral) and not isinstance(value, bool) and value == -1
+
+    def __str__(self) -> str:
+        return "-1 (all cores)"
 
 
-def _check_dtype(value, name: str) -> None:
-    resolve_dtype(value)
+class _TorchDevice(Constraint):
+    """A torch device or its name (whether CUDA is available is checked at use)."""
 
+    def is_satisfied_by(self, value) -> bool:
+        if not isinstance(value, (str, torch.device)):
+            return False
+        try:
+            torch.device(value)
+        except (RuntimeError, TypeError, ValueError):
+            return False
+        return True
 
-def _check_backend(value, name: str) -> None:
-    check_option(value, name, ("auto", "numba", "torch"))
+    def __str__(self) -> str:
+        return "a torch.device or its name ('cpu', 'cuda', 'cuda:1', ...)"
 
 
 def check_normalize(normalize) -> bool:
@@ -189,12 +202,16 @@ class Kernel(Parametrized, ABC):
         "first_level": None,
     }
     _parameter_constraints = {
-        "backend": _check_backend,
-        "n_jobs": check_n_jobs,
-        "device": _check_device,
-        "dtype": _check_dtype,
-        "max_memory": check_max_memory,
-        "block_size": check_block_size,
+        "backend": [StrOptions({"auto", "numba", "torch"})],
+        "n_jobs": [None, _AllCores(), Interval(Integral, 1, None, closed="left")],
+        "device": [None, _TorchDevice()],
+        "dtype": [
+            None,
+            StrOptions({"float32", "float64"}),
+            Options(torch.dtype, {torch.float32, torch.float64}),
+        ],
+        "max_memory": [None, Interval(Integral, 1, None, closed="left")],
+        "block_size": [None, Interval(Integral, 1, None, closed="left")],
     }
     #: Whether K(x, x) of both inputs of a cross Gram is checked even without normalising
     #: (computed once, and reused when normalising).

@@ -6,12 +6,14 @@ pairs of series).
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import torch
 
 from ._base import Kernel
-from ._params import optional
-from ._static import RBF, StaticKernel, check_optional_static
-from .validation import SeriesBatch, check_int
+from ._constraints import Interval
+from ._static import RBF, StaticKernel
+from .validation import SeriesBatch
 
 __all__ = ["DEFAULT_N_GRID", "FlattenedKernel", "IntegralKernel", "resample_linear"]
 
@@ -30,7 +32,7 @@ class FlattenedKernel(Kernel):
     [[6.0, 6.0], [6.0, 6.0]]
     """
 
-    _parameter_constraints = {"static": check_optional_static}
+    _parameter_constraints = {"static": [None, StaticKernel]}
 
     def __init__(
         self,
@@ -117,8 +119,8 @@ class IntegralKernel(Kernel):
 
     _tags = {"unequal_length": True}
     _parameter_constraints = {
-        "static": check_optional_static,
-        "n_grid": optional(check_int),
+        "static": [None, StaticKernel],
+        "n_grid": [None, Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(

@@ -7,15 +7,16 @@ anti-diagonals for a block of pairs (``_gak_torch``).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import torch
 
 from ._base import Kernel
+from ._constraints import Interval
 from ._gak_torch import log_gak_wavefront
-from ._params import optional
 from ._registry import KernelSpec, register
-from .validation import SeriesBatch, check_bool, check_int, check_positive
+from .validation import SeriesBatch
 
 __all__ = ["GlobalAlignmentKernel", "GAK", "gak_median_sigma"]
 
@@ -120,12 +121,12 @@ class GlobalAlignmentKernel(Kernel):
         "log_space": True,
     }
     _parameter_constraints = {
-        "sigma": optional(check_positive),
-        "triangular": optional(check_int),
-        "sigma_factor": check_positive,
-        "normalized": check_bool,
-        "triangular_weights": check_bool,
-        "random_state": optional(lambda v, name: check_int(v, name, minimum=0)),
+        "sigma": [None, Interval(Real, 0, None, closed="neither")],
+        "triangular": [None, Interval(Integral, 1, None, closed="left")],
+        "sigma_factor": [Interval(Real, 0, None, closed="neither")],
+        "normalized": ["boolean"],
+        "triangular_weights": ["boolean"],
+        "random_state": [None, Interval(Integral, 0, None, closed="left")],
     }
     _divergence_hint = (
         "Raw GAK values overflow float64 for long series (they grow like (3+2*sqrt(2))^T) "

@@ -2,9 +2,10 @@
 
 :class:`Parametrized` gives ``get_params`` / ``set_params`` (nested ``static__sigma``) read from
 the ``__init__`` signature, a repr listing the parameters that differ from their defaults, and
-``_check_parameters``: every entry of the class's ``_parameter_constraints`` (merged along the
-class hierarchy), a ``name -> check(value, name)`` callable that raises on a bad value, is
-checked at use, once per public call, so ``set_params`` cannot slip past a constraint.
+``_check_parameters``: the class's ``_parameter_constraints`` (merged along the class
+hierarchy), ``name -> [constraint, ...]`` in scikit-learn's dialect (:mod:`._constraints`), are
+checked at use, once per public call, so ``set_params`` cannot slip past a constraint; a
+parameter that has parameters itself (a static kernel) is checked by its own constraints.
 ``sklearn.clone`` and ``GridSearchCV`` work on these objects as on scikit-learn estimators
 (they need only ``get_params``/``set_params``); ``import tskernels`` never imports sklearn.
 
@@ -15,32 +16,23 @@ declared once in ``_tags`` and merged along the hierarchy.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 
-__all__ = ["Parametrized", "optional"]
+from ._constraints import validate_parameter_constraints
 
-
-def optional(check: Callable) -> Callable:
-    """The constraint ``check`` or ``None``."""
-
-    def check_optional(value, name):
-        return None if value is None else check(value, name)
-
-    check_optional.__name__ = f"optional_{getattr(check, '__name__', 'check')}"
-    return check_optional
+__all__ = ["Parametrized"]
 
 
 class Parametrized:
     """Base of kernels and static kernels: parameters from ``__init__``, constraints, tags."""
 
-    #: name -> check(value, name) (raises ValueError/TypeError naming the parameter).
-    _parameter_constraints: dict[str, Callable] = {}
+    #: name -> list of constraints (scikit-learn's dialect, :mod:`._constraints`).
+    _parameter_constraints: dict[str, list] = {}
     #: capability tags (merged along the class hierarchy; see :meth:`get_tags`).
     _tags: dict[str, object] = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        constraints: dict[str, Callable] = {}
+        constraints: dict[str, list] = {}
         tags: dict[str, object] = {}
         for klass in reversed(cls.__mro__):
             constraints.update(klass.__dict__.get("_parameter_constraints", {}))
@@ -127,9 +119,15 @@ class Parametrized:
         return self
 
     def _check_parameters(self) -> None:
-        """Every declared constraint, on the current values (once per public call)."""
-        for name, check in type(self)._all_constraints.items():
-            check(getattr(self, name), name)
+        """Every declared constraint, on the current values (once per public call), then the
+        constraints of the parameters that are :class:`Parametrized` themselves. A bad value
+        raises scikit-learn's ``InvalidParameterError`` (a ValueError) naming the parameter,
+        the class and the allowed values."""
+        params = {name: getattr(self, name) for name in self._get_param_names()}
+        validate_parameter_constraints(type(self)._all_constraints, params, type(self).__name__)
+        for value in params.values():
+            if isinstance(value, Parametrized):
+                value._check_parameters()
 
     def __sklearn_tags__(self):
         """scikit-learn's tags (read by its ``check_is_fitted``; sklearn is imported by the

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from numbers import Integral
 
 import numpy as np
 import torch
 
 from ._base import Kernel
+from ._constraints import Interval, StrOptions
 from ._registry import KernelSpec, register
-from ._static import RBF, Linear, StaticKernel, check_optional_static
+from ._static import RBF, Linear, StaticKernel
 from ._threads import threads
-from .validation import SeriesBatch, as_series_batch, check_bool, check_int, check_option
+from .validation import SeriesBatch, as_series_batch, check_int
 
 __all__ = ["RandomConvolutionKernel"]
 
@@ -175,12 +177,12 @@ class RandomConvolutionKernel(Kernel):
 
     _tags = {"unequal_length": True, "needs_fit": True, "fit_is_empty": False}
     _parameter_constraints = {
-        "transform": lambda v, name: check_option(v, name, sorted(MIN_LENGTH)),
-        "n_kernels": check_int,
-        "static": check_optional_static,
-        "power_transform": check_bool,
-        "seed": lambda v, name: check_int(v, name, minimum=0),
-        "other_lengths": lambda v, name: check_option(v, name, OTHER_LENGTHS),
+        "transform": [StrOptions(set(MIN_LENGTH))],
+        "n_kernels": [Interval(Integral, 1, None, closed="left")],
+        "static": [None, StaticKernel],
+        "power_transform": ["boolean"],
+        "seed": [Interval(Integral, 0, _MAX_SEED, closed="both")],  # sktime's int32
+        "other_lengths": [StrOptions(set(OTHER_LENGTHS))],
     }
     _divergence_hint = (
         "The features or the static kernel overflowed: use power_transform=False or a "
@@ -208,8 +210,6 @@ class RandomConvolutionKernel(Kernel):
     # ------------------------------------------------------------------ options
     def _check_parameters(self) -> None:
         super()._check_parameters()
-        if self.seed > _MAX_SEED:
-            raise ValueError(f"`seed` must be below 2**31 (sktime's int32), got {self.seed}")
         if self.other_lengths == "native" and self.transform == "multirocket":
             raise ValueError(
                 "other_lengths='native' needs transform='minirocket': MultiRocket's mean index "

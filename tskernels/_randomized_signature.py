@@ -3,13 +3,15 @@ r"""The randomized signature kernel: random features from a controlled ODE drive
 from __future__ import annotations
 
 from contextlib import nullcontext
+from numbers import Integral, Real
 
 import torch
 
 from ._base import Kernel, mirror_upper_
+from ._constraints import Interval, StrOptions
 from ._registry import KernelSpec, register
 from ._threads import threads
-from .validation import SeriesBatch, check_bool, check_int, check_option, check_positive
+from .validation import SeriesBatch
 
 __all__ = ["RandomizedSignatureKernel"]
 
@@ -60,11 +62,11 @@ class RandomizedSignatureKernel(Kernel):
 
     _tags = {"unequal_length": True}
     _parameter_constraints = {
-        "n_features": check_int,
-        "scale": check_positive,
-        "seed": lambda v, name: check_int(v, name, minimum=0),
-        "activation": lambda v, name: check_option(v, name, sorted(_ACTIVATIONS)),
-        "activation_first": check_bool,
+        "n_features": [Interval(Integral, 1, None, closed="left")],
+        "scale": [Interval(Real, 0, None, closed="neither")],
+        "seed": [Interval(Integral, 0, None, closed="left")],
+        "activation": [StrOptions(set(_ACTIVATIONS))],
+        "activation_first": ["boolean"],
     }
     _divergence_hint = (
         "The randomized signature overflowed: reduce `scale` or the size of the inputs."

@@ -5,12 +5,15 @@ in O(T d) per pair from one batched inner-product tensor.
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 import torch
 
 from ._base import Kernel
+from ._constraints import Interval
 from ._registry import KernelSpec, register
-from .validation import SeriesBatch, check_bool, check_positive
+from .validation import SeriesBatch
 
 __all__ = ["VolterraReservoirKernel", "vrk_torch"]
 
@@ -97,9 +100,9 @@ class VolterraReservoirKernel(Kernel):
 
     _tags = {"unequal_length": True, "backends": ("numba", "torch")}
     _parameter_constraints = {
-        "tau": check_positive,
-        "lam": check_positive,
-        "clip_inputs": check_bool,
+        "tau": [Interval(Real, 0, None, closed="neither")],
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "clip_inputs": ["boolean"],
     }
     _divergence_hint = (
         "lam^2 / (1 - tau^2 <x_t, y_t>) compounds over the T steps: lower `lam` or `tau`."

@@ -2,10 +2,13 @@ r"""The signature kernel of static-kernel-lifted paths, from its Goursat PDE (Sa
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 import torch
 
 from ._base import Kernel, NonFiniteKernelError
+from ._constraints import Constraint, Interval
 from ._registry import KernelSpec, register
 from ._signature_pde_torch import double_difference, pde_wavefront
 from ._static import (
@@ -14,12 +17,10 @@ from ._static import (
     RBF,
     Linear,
     StaticKernel,
-    check_optional_static,
-    check_static,
 )
-from .validation import SeriesBatch, check_int, check_positive
+from .validation import SeriesBatch
 
-__all__ = ["SignaturePDEKernel", "lifted_increments", "lifted_increments_pairs", "check_static"]
+__all__ = ["SignaturePDEKernel", "lifted_increments", "lifted_increments_pairs"]
 
 _HINT = (
     "The signature PDE solution diverged (path increments too large for the grid): reduce "
@@ -51,19 +52,28 @@ def lifted_increments_pairs(static: StaticKernel, x: torch.Tensor, y: torch.Tens
     return double_difference(static.cross(x, y))
 
 
-def _check_dyadic_order(value, name: str) -> None:
-    _parse_dyadic_order(value)
+_ORDER = Interval(Integral, 0, None, closed="left")
+
+
+class _DyadicOrderPair(Constraint):
+    """A pair (tuple or list) of dyadic orders, one per path."""
+
+    def is_satisfied_by(self, value) -> bool:
+        return (
+            isinstance(value, (tuple, list))
+            and len(value) == 2
+            and all(_ORDER.is_satisfied_by(v) for v in value)
+        )
+
+    def __str__(self) -> str:
+        return f"a pair (tuple or list) of {_ORDER}"
 
 
 def _parse_dyadic_order(dyadic_order) -> tuple[int, int]:
+    """The checked ``dyadic_order`` as one order per path."""
     if isinstance(dyadic_order, (tuple, list)):
-        if len(dyadic_order) != 2:
-            raise ValueError(
-                f"`dyadic_order` must be an integer >= 0 or a pair of them, got {dyadic_order!r}"
-            )
-        return tuple(check_int(v, "dyadic_order", minimum=0) for v in dyadic_order)
-    lam = check_int(dyadic_order, "dyadic_order", minimum=0)
-    return lam, lam
+        return int(dyadic_order[0]), int(dyadic_order[1])
+    return int(dyadic_order), int(dyadic_order)
 
 
 class SignaturePDEKernel(Kernel):
@@ -111,10 +121,10 @@ class SignaturePDEKernel(Kernel):
 
     _tags = {"unequal_length": True, "backends": ("numba", "torch")}
     _parameter_constraints = {
-        "static": check_optional_static,
-        "scale": check_positive,
-        "amplitude": check_positive,
-        "dyadic_order": _check_dyadic_order,
+        "static": [None, StaticKernel],
+        "scale": [Interval(Real, 0, None, closed="neither")],
+        "amplitude": [Interval(Real, 0, None, closed="neither")],
+        "dyadic_order": [_ORDER, _DyadicOrderPair()],
     }
     _divergence_hint = _HINT
     _checks_cross_diag = True  # K(x, x) of both inputs is checked (finite, positive)

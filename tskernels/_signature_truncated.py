@@ -4,15 +4,17 @@ its order-1 discretisation."""
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import torch
 
 from ._base import Kernel, check_normalize, mirror_upper_, normalize_gram_
+from ._constraints import Interval, StrOptions
 from ._registry import KernelSpec, register
 from ._signature_pde import lifted_increments, lifted_increments_pairs
-from ._static import RBF, Linear, StaticKernel, check_optional_static
-from .validation import SeriesBatch, check_int, check_option, check_positive
+from ._static import RBF, Linear, StaticKernel
+from .validation import SeriesBatch
 
 __all__ = [
     "TruncatedSignatureKernel",
@@ -230,13 +232,13 @@ class TruncatedSignatureKernel(Kernel):
         "first_level": 1,
     }
     _parameter_constraints = {
-        "static": check_optional_static,
-        "level": check_int,
-        "scale": check_positive,
-        "amplitude": check_positive,
-        "levels": lambda v, name: check_option(v, name, _LEVELS),
-        "algorithm": lambda v, name: check_option(v, name, _ALGORITHMS),
-        "discretization": lambda v, name: check_option(v, name, _DISCRETIZATIONS),
+        "static": [None, StaticKernel],
+        "level": [Interval(Integral, 1, None, closed="left")],
+        "scale": [Interval(Real, 0, None, closed="neither")],
+        "amplitude": [Interval(Real, 0, None, closed="neither")],
+        "levels": [StrOptions(set(_LEVELS))],
+        "algorithm": [StrOptions(set(_ALGORITHMS))],
+        "discretization": [StrOptions(set(_DISCRETIZATIONS))],
     }
 
     def __init__(

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from numbers import Integral, Real
 
 import torch
 
+from ._constraints import Interval
 from ._params import Parametrized
-from .validation import as_points, check_int, check_nonnegative, check_positive
+from .validation import as_points
 
 __all__ = ["StaticKernel", "Linear", "RBF", "Polynomial", "Laplacian", "sqdist", "exact_dist"]
 
@@ -87,10 +89,6 @@ def exact_dist(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.cdist(x * scale, y * scale, compute_mode="donot_use_mm_for_euclid_dist") / scale
 
 
-def _check_degree(value, name):
-    check_int(value, name, minimum=1)
-
-
 class StaticKernel(Parametrized, ABC):
     """A positive-definite kernel on points of R^d.
 
@@ -140,7 +138,7 @@ class Linear(StaticKernel):
     r"""Linear kernel :math:`k(x, y) = s \langle x, y \rangle` (``scale`` = s)."""
 
     is_dot_product = True
-    _parameter_constraints = {"scale": check_positive}
+    _parameter_constraints = {"scale": [Interval(Real, 0, None, closed="neither")]}
 
     def __init__(self, scale: float = 1.0):
         self.scale = scale
@@ -159,9 +157,9 @@ class Polynomial(StaticKernel):
 
     is_dot_product = True
     _parameter_constraints = {
-        "degree": _check_degree,
-        "c": check_nonnegative,
-        "scale": check_positive,
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "c": [Interval(Real, 0, None, closed="left")],
+        "scale": [Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(self, degree: int = 2, c: float = 1.0, scale: float = 1.0):
@@ -185,7 +183,7 @@ class RBF(StaticKernel):
     :math:`2\sigma^2`).
     """
 
-    _parameter_constraints = {"sigma": check_positive}
+    _parameter_constraints = {"sigma": [Interval(Real, 0, None, closed="neither")]}
 
     def __init__(self, sigma: float = 1.0):
         self.sigma = sigma
@@ -211,7 +209,7 @@ class RBF(StaticKernel):
 class Laplacian(StaticKernel):
     r"""Laplacian (Abel) kernel :math:`k(x, y) = \exp(-|x - y| / \sigma)`."""
 
-    _parameter_constraints = {"sigma": check_positive}
+    _parameter_constraints = {"sigma": [Interval(Real, 0, None, closed="neither")]}
 
     def __init__(self, sigma: float = 1.0):
         self.sigma = sigma
@@ -227,19 +225,3 @@ class Laplacian(StaticKernel):
 
     def self_values(self, x):
         return torch.ones(x.shape[:-1], dtype=x.dtype, device=x.device)
-
-
-def check_static(static, name: str = "static") -> StaticKernel:
-    """A StaticKernel whose parameters pass their constraints (the ``static`` constraint of
-    the series kernels; ``None`` is checked by :func:`check_optional_static`)."""
-    if not isinstance(static, StaticKernel):
-        raise TypeError(
-            f"`{name}` must be None or a StaticKernel (Linear, RBF, Polynomial, Laplacian), "
-            f"got {static!r}"
-        )
-    return static.check_params()
-
-
-def check_optional_static(static, name: str = "static") -> StaticKernel | None:
-    """None (the kernel's default static kernel) or a checked StaticKernel."""
-    return None if static is None else check_static(static, name)

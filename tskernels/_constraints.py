@@ -1,0 +1,197 @@
+"""Parameter constraints in scikit-learn's dialect, without importing scikit-learn.
+
+A class declares ``_parameter_constraints = {name: [constraint, ...]}``; a value is valid when
+it satisfies at least one constraint of its list. A constraint is one of:
+
+- ``None``: the value None;
+- a type: an instance of it (``"an instance of 'bool'"``);
+- ``"boolean"``: ``bool`` or ``numpy.bool_``;
+- ``callable`` (the builtin): any callable;
+- :class:`Interval` ``(type, left, right, closed=...)``: an ``Integral`` or ``Real`` number,
+  not NaN, in the interval; a ``None`` bound is infinite, and the infinite end is excluded
+  unless ``closed`` includes that side (so ``Interval(Real, 0, None, closed="neither")`` is
+  the finite positive floats); True and False are not numbers here (scikit-learn takes them
+  as 1 and 0: the one difference, the project's rule that a flag is never read as a number);
+- :class:`Options` ``(type, options)`` / :class:`StrOptions` ``(options)``: an instance of the
+  type that is one of the options;
+- :class:`HasMethods` ``(methods)``: an object with every named method;
+- a :class:`Constraint` subclass (``is_satisfied_by`` and a description) for what the above
+  cannot say.
+
+These are scikit-learn's ``sklearn.utils._param_validation`` semantics and messages (but for
+booleans in an Interval). ``novelty`` uses scikit-learn's classes themselves (its estimators
+import scikit-learn anyway; ``novelty._params``, whose ``Interval`` refuses booleans too);
+tskernels keeps its own implementation because neither ``import tskernels`` nor a kernel's
+first use imports scikit-learn (about 1 s). ``tests/test_constraints.py`` checks both agree
+value by value and message by message. :func:`validate_parameter_constraints` raises scikit-learn's
+``InvalidParameterError`` (a ValueError and a TypeError; imported only when raising), with
+its message: ``The 'sigma' parameter of RBF must be a float in the range (0.0, inf). Got -1
+instead.``
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = [
+    "Constraint",
+    "HasMethods",
+    "Interval",
+    "Options",
+    "StrOptions",
+    "validate_parameter_constraints",
+]
+
+
+class Constraint:
+    """A set of valid values: ``is_satisfied_by(value)`` and ``str()``, the description that
+    follows "must be" in the error message."""
+
+    def is_satisfied_by(self, value) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __str__(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _type_name(t: type) -> str:
+    if t is Real:
+        return "float"
+    if t is Integral:
+        return "int"
+    if t.__module__ == "builtins":
+        return t.__qualname__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+class Interval(Constraint):
+    """Numbers of ``type`` (``Integral`` or ``Real``) between ``left`` and ``right`` (None:
+    unbounded); ``closed`` in "left", "right", "both", "neither" says which ends belong.
+    Booleans are refused."""
+
+    def __init__(self, type, left, right, *, closed: str):
+        if type not in (Integral, Real):
+            raise ValueError(f"Interval type must be Integral or Real, got {type!r}")
+        if closed not in ("left", "right", "both", "neither"):
+            raise ValueError(f"closed must be 'left', 'right', 'both' or 'neither', got {closed!r}")
+        if left is not None and right is not None and right <= left:
+            raise ValueError(f"an Interval needs left < right, got left={left}, right={right}")
+        self.type, self.left, self.right, self.closed = type, left, right, closed
+
+    def is_satisfied_by(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, self.type):
+            return False
+        if not isinstance(value, Integral) and math.isnan(value):
+            return False
+        low = -math.inf if self.left is None else self.left
+        high = math.inf if self.right is None else self.right
+        above = value >= low if self.closed in ("left", "both") else value > low
+        below = value <= high if self.closed in ("right", "both") else value < high
+        return bool(above and below)
+
+    def __str__(self) -> str:
+        def bound(b, infinite: str):
+            if b is None:
+                return infinite
+            return b if self.type is Integral else float(b)
+
+        opening = "[" if self.closed in ("left", "both") else "("
+        ending = "]" if self.closed in ("right", "both") else ")"
+        kind = "an int" if self.type is Integral else "a float"
+        return (
+            f"{kind} in the range {opening}{bound(self.left, '-inf')}, "
+            f"{bound(self.right, 'inf')}{ending}"
+        )
+
+
+class Options(Constraint):
+    """Instances of ``type`` equal to one of ``options`` (a set)."""
+
+    def __init__(self, type, options):
+        self.type, self.options = type, options
+
+    def is_satisfied_by(self, value) -> bool:
+        return isinstance(value, self.type) and value in self.options
+
+    def __str__(self) -> str:
+        listed = ", ".join(repr(o) for o in self.options)
+        return f"a {_type_name(self.type)} among {{{listed}}}"
+
+
+class StrOptions(Options):
+    """One of the strings ``options`` (a set)."""
+
+    def __init__(self, options):
+        super().__init__(str, options)
+
+
+class HasMethods(Constraint):
+    """Objects with every method named in ``methods`` (a name or a list of names)."""
+
+    def __init__(self, methods):
+        self.methods = [methods] if isinstance(methods, str) else list(methods)
+
+    def is_satisfied_by(self, value) -> bool:
+        return all(callable(getattr(value, m, None)) for m in self.methods)
+
+    def __str__(self) -> str:
+        names = [repr(m) for m in self.methods]
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        return f"an object implementing {listed}"
+
+
+class _Is(Constraint):
+    def __init__(self, test, text: str):
+        self._test, self._text = test, text
+
+    def is_satisfied_by(self, value) -> bool:
+        return self._test(value)
+
+    def __str__(self) -> str:
+        return self._text
+
+
+def _instance_of(t: type) -> Constraint:
+    return _Is(lambda v: isinstance(v, t), f"an instance of {_type_name(t)!r}")
+
+
+def _as_constraint(c) -> Constraint:
+    """A declared constraint as a :class:`Constraint` (the shorthands of the module docstring)."""
+    if isinstance(c, Constraint):
+        return c
+    if c is None:
+        return _Is(lambda v: v is None, "None")
+    if c is callable:
+        return _Is(callable, "a callable")
+    if isinstance(c, type):
+        return _instance_of(c)
+    if isinstance(c, str) and c == "boolean":
+        bool_, np_bool = _instance_of(bool), _instance_of(np.bool_)
+        return _Is(
+            lambda v: isinstance(v, (bool, np.bool_)), f"{bool_} or {np_bool}"
+        )
+    raise ValueError(f"unknown constraint {c!r}")
+
+
+def validate_parameter_constraints(constraints: dict, params: dict, caller_name: str) -> None:
+    """Check each of ``params`` (name -> value) that has an entry in ``constraints`` (name ->
+    list of constraints); the first value that satisfies none raises scikit-learn's
+    ``InvalidParameterError``: ``The '<name>' parameter of <caller_name> must be <c1>, <c2>
+    or <c3>. Got <value!r> instead.``"""
+    for name, value in params.items():
+        declared = constraints.get(name)
+        if declared is None:
+            continue
+        checks = [_as_constraint(c) for c in declared]
+        if any(c.is_satisfied_by(value) for c in checks):
+            continue
+        texts = [str(c) for c in checks]
+        allowed = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
+        from sklearn.utils._param_validation import InvalidParameterError  # only when raising
+
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {caller_name} must be {allowed}. Got {value!r} instead."
+        )
