@@ -76,7 +76,13 @@ Results go to SQLite (``--store``), one committed row per problem and method, so
 interrupted run resumes and recomputes nothing done; ``--rerun METHOD`` recomputes a method,
 ``--retry-errors`` the rows that failed. A method is identified by its name and, for
 ``--extra``, its expression: a changed expression under a stored name is refused unless the
-name is given to ``--rerun``, which then deletes the old rows.
+name is given to ``--rerun``, which then deletes the old rows. The store is the experiments
+package's (:class:`experiments._store.DetectorBenchStore`, a ``SQLiteStore``): the limits
+``--max-corpus``, ``--max-test``, ``--max-classes`` are its one setting (other limits are
+refused), each run is logged in its ``runs`` table (revision, device, package versions), and
+one run writes at a time (a second is refused at once; ``report`` reads during a run). A store
+of the former layout (before issue 24) is converted in place by ``run``, read as is by
+``report``.
 
     python benchmarks/bench_detector.py run [--half tuning] [--datasets BasicMotions ...]
         [--methods peers] [--extra gak_knn='KernelNoveltyDetector(kernel=GAK(), scorer="knn")']
@@ -93,7 +99,6 @@ import json
 import os
 import platform
 import shlex
-import sqlite3
 import sys
 import time
 import warnings
@@ -643,78 +648,65 @@ def evaluate(method: Method, prob: Problem) -> dict:
 
 
 # -- storage ---------------------------------------------------------------------------------
-SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS methods (method TEXT PRIMARY KEY, expr TEXT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS results (
-        dataset TEXT NOT NULL, class TEXT NOT NULL, method TEXT NOT NULL, seed INTEGER NOT NULL,
-        n_classes INTEGER, auc REAL, ap REAL, far REAL, far_nominal REAL, fit_s REAL,
-        score_s REAL, n_corpus INTEGER, n_test INTEGER, error TEXT, params TEXT, expr TEXT,
-        git_rev TEXT, finished REAL,
-        PRIMARY KEY (dataset, class, method, seed))""",
-]
-COLUMNS = (
-    "dataset class method seed n_classes auc ap far far_nominal fit_s score_s n_corpus n_test "
-    "error params expr git_rev finished"
-).split()
+def store_setting(max_corpus: int, max_test: int, max_classes: int) -> dict:
+    """The store's setting: the subsampling limits, part of every row's problem."""
+    return {"max_corpus": max_corpus, "max_test": max_test, "max_classes": max_classes}
 
 
-def open_store(path) -> sqlite3.Connection:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(path, timeout=120)  # two runs may share a store
-    for stmt in SCHEMA:
-        con.execute(stmt)
-    con.commit()
-    return con
+def open_store(path, mode: str = "write"):
+    """The results store (:class:`experiments._store.DetectorBenchStore`) at ``path``; a file
+    that cannot be used is a one-line :class:`CLIError`."""
+    from experiments._store import DetectorBenchStore, StoreError
+
+    try:
+        return DetectorBenchStore(path, mode=mode)
+    except StoreError as exc:
+        raise CLIError(str(exc)) from None
 
 
-def check_settings(con: sqlite3.Connection, settings: dict) -> None:
-    """The subsampling limits are part of every row's problem: refuse to mix them."""
-    stored = dict(con.execute("SELECT key, value FROM meta"))
-    for k, v in settings.items():
-        if k in stored and stored[k] != str(v):
-            raise CLIError(
-                f"the store was made with --{k.replace('_', '-')} {stored[k]}, not {v}: "
-                "use the same value or another --store"
-            )
-    con.executemany(
-        "INSERT OR IGNORE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in settings.items()]
-    )
-    con.commit()
+def check_settings(store, settings: dict) -> str:
+    """The subsampling limits are part of every row's problem: refuse to mix them. Returns
+    the setting id the rows are stamped with."""
+    from experiments._store import StoreError
+
+    for stored in store.settings().values():
+        for k, v in settings.items():
+            if k in stored and stored[k] != v:
+                raise CLIError(
+                    f"the store was made with --{k.replace('_', '-')} {stored[k]}, not {v}: "
+                    "use the same value or another --store"
+                )
+    try:
+        return store.add_setting(settings)
+    except StoreError as exc:  # a setting of other keys
+        raise CLIError(str(exc)) from None
 
 
-def register_methods(con: sqlite3.Connection, methods: list[Method], rerun: set[str]) -> None:
+def register_methods(store, methods: list[Method], rerun: set[str]) -> None:
     """Record each method's identity; a changed expression is refused unless in ``rerun``,
     which deletes the method's old rows. Rows of a rerun method are replaced as they come."""
-    stored = dict(con.execute("SELECT method, expr FROM methods"))
+    stored = store.methods()
     for m in methods:
         old = stored.get(m.name)
-        if old is not None and old != m.expr:
-            if m.name not in rerun:
-                raise CLIError(
-                    f"method {m.name!r} is stored with expression {old!r}, now {m.expr!r}: "
-                    f"use another name, or --rerun {m.name} to replace its rows"
-                )
-            con.execute("DELETE FROM results WHERE method = ?", (m.name,))
-        con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?)", (m.name, m.expr))
-    con.commit()
+        if old is not None and old != m.expr and m.name not in rerun:
+            raise CLIError(
+                f"method {m.name!r} is stored with expression {old!r}, now {m.expr!r}: "
+                f"use another name, or --rerun {m.name} to replace its rows"
+            )
+    for m in methods:
+        old = stored.get(m.name)
+        store.set_method(m.name, m.expr, drop_rows=old is not None and old != m.expr)
 
 
-def done_keys(con: sqlite3.Connection, retry_errors: bool = False) -> set[tuple]:
-    q = "SELECT dataset, class, method, seed FROM results"
-    if retry_errors:
-        q += " WHERE error IS NULL"
-    return {tuple(r) for r in con.execute(q)}
-
-
-def write_row(con: sqlite3.Connection, row: dict) -> None:
-    con.execute(
-        f"INSERT OR REPLACE INTO results ({', '.join(COLUMNS)}) "
-        f"VALUES ({', '.join('?' * len(COLUMNS))})",
-        [row.get(c) for c in COLUMNS],
-    )
-    con.commit()
+def write_row(store, row: dict) -> None:
+    """Commit one result row (a hand-made store), stamped with the store's setting (the
+    default limits when it has none yet) and the row's ``git_rev`` and ``finished``."""
+    sid = next(iter(store.settings()), None)
+    if sid is None:
+        sid = store.add_setting(store_setting(MAX_CORPUS, MAX_TEST, MAX_CLASSES))
+    stamp = {"setting": sid, "revision": row.get("git_rev"), "device": row.get("device"),
+             "created": row.get("finished")}  # fmt: skip
+    store.add_results([row], stamp)
 
 
 # -- run -------------------------------------------------------------------------------------
@@ -754,6 +746,11 @@ def run_benchmark(
 ) -> int:
     """Run (or resume) every (data set, class, method, seed) not done; returns rows written.
 
+    The rows go to the experiments store (:class:`experiments._store.DetectorBenchStore`)
+    through its :class:`~experiments._recorder.Recorder`: each problem's row committed in one
+    transaction as it finishes, stamped with the setting, revision and device; the run in
+    the ``runs`` table; the file locked against a second writer.
+
     ``loader(dataset, data_dir, seed, classes, max_corpus=, max_test=, max_classes=)`` ->
     problems (default
     ``load_problems``)."""
@@ -762,61 +759,58 @@ def run_benchmark(
     unknown = rerun - {m.name for m in methods}
     if unknown:
         raise CLIError(f"--rerun {', '.join(sorted(unknown))}: not among the methods to run")
-    con = open_store(store)
-    try:
-        check_settings(
-            con, {"max_corpus": max_corpus, "max_test": max_test, "max_classes": max_classes}
-        )
-        register_methods(con, methods, rerun)
-        done = done_keys(con, retry_errors)
-        from experiments._recorder import revision  # one provenance helper for the harnesses
+    from experiments._recorder import Provenance, Recorder
 
-        rev, written, fresh = revision(), 0, set()  # fresh: keys rerun in this call
-        for seed in seeds:
-            for ds in datasets:
-                problems = loader(
-                    ds,
-                    data_dir,
-                    seed,
-                    classes,
-                    max_corpus=max_corpus,
-                    max_test=max_test,
-                    max_classes=max_classes,
-                )
-                for prob in problems:
-                    for m in methods:
-                        key = (ds, prob.cls, m.name, seed)
-                        if key in fresh or (key in done and m.name not in rerun):
-                            continue
-                        row = dict(
-                            dataset=ds,
-                            **{"class": prob.cls},
-                            method=m.name,
-                            seed=seed,
-                            n_classes=prob.n_classes,
-                            n_corpus=len(prob.corpus),
-                            n_test=len(prob.test),
-                            expr=m.expr,
-                            git_rev=rev,
-                        )
-                        try:
-                            row.update(evaluate(m, prob))
-                            msg = (
-                                f"AUC {row['auc']:.3f}  FAR {_fmt(row['far'], '.2f')}"
-                                f"  fit {row['fit_s']:.2f}s  score {row['score_s']:.2f}s"
+    db = open_store(store)
+    try:
+        sid = check_settings(db, store_setting(max_corpus, max_test, max_classes))
+        register_methods(db, methods, rerun)
+        done = db.keys(sid, failed=not retry_errors)
+        written, fresh = 0, set()  # fresh: keys rerun in this call
+        with Recorder(db, Provenance.current(), setting=sid) as recorder:
+            for seed in seeds:
+                for ds in datasets:
+                    problems = loader(
+                        ds,
+                        data_dir,
+                        seed,
+                        classes,
+                        max_corpus=max_corpus,
+                        max_test=max_test,
+                        max_classes=max_classes,
+                    )
+                    for prob in problems:
+                        for m in methods:
+                            key = (ds, prob.cls, m.name, seed)
+                            if key in fresh or (key in done and m.name not in rerun):
+                                continue
+                            row = dict(
+                                dataset=ds,
+                                **{"class": prob.cls},
+                                method=m.name,
+                                seed=seed,
+                                n_classes=prob.n_classes,
+                                n_corpus=len(prob.corpus),
+                                n_test=len(prob.test),
+                                expr=m.expr,
                             )
-                        except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
-                            first = (str(exc).strip().splitlines() or [""])[0]
-                            row["error"] = f"{type(exc).__name__}: {first}"[:500]
-                            msg = f"ERROR {row['error']}"
-                        row["finished"] = time.time()
-                        write_row(con, row)
-                        fresh.add(key)
-                        written += 1
-                        log(f"{ds} [{prob.cls}] seed {seed} {m.name}: {msg}")
+                            try:
+                                row.update(evaluate(m, prob))
+                                msg = (
+                                    f"AUC {row['auc']:.3f}  FAR {_fmt(row['far'], '.2f')}"
+                                    f"  fit {row['fit_s']:.2f}s  score {row['score_s']:.2f}s"
+                                )
+                            except Exception as exc:  # noqa: BLE001 - recorded, run goes on
+                                first = (str(exc).strip().splitlines() or [""])[0]
+                                row["error"] = f"{type(exc).__name__}: {first}"[:500]
+                                msg = f"ERROR {row['error']}"
+                            recorder.commit([row])
+                            fresh.add(key)
+                            written += 1
+                            log(f"{ds} [{prob.cls}] seed {seed} {m.name}: {msg}")
         return written
     finally:
-        con.close()
+        db.close()
 
 
 def _fmt(v, spec: str) -> str:
@@ -825,16 +819,14 @@ def _fmt(v, spec: str) -> str:
 
 # -- report ----------------------------------------------------------------------------------
 def fetch_rows(store, seeds: list[int] | None = None) -> list[dict]:
-    path = Path(store)
-    if not path.is_file():
-        raise CLIError(f"no store at {path}: run the benchmark first")
-    con = sqlite3.connect(path)
-    con.row_factory = sqlite3.Row
+    """The stored rows (of ``seeds`` only if given), read from the store without locking it."""
+    if not Path(store).is_file():
+        raise CLIError(f"no store at {Path(store)}: run the benchmark first")
+    db = open_store(store, mode="read")
     try:
-        rows = [dict(r) for r in con.execute("SELECT * FROM results")]
+        return db.rows(seeds)
     finally:
-        con.close()
-    return [r for r in rows if seeds is None or r["seed"] in seeds]
+        db.close()
 
 
 def _method_order(names) -> list[str]:

@@ -21,7 +21,8 @@ revision, device, package versions).
 :class:`SQLiteStore` is the file handling shared with the ADBench store
 (``experiments.adbench``): opening and checking, one transaction per write, the ``runs``
 table of provenance. A subclass names its tables (``SCHEMA``, ``TABLES``) and how a finished
-cell's rows are written (``add_results``).
+cell's rows are written (``add_results``). :class:`DetectorBenchStore` is the detector
+benchmark's (``benchmarks/bench_detector.py``): one row per (data set, class, method, seed).
 
 One writer at a time. A store opened for writing is locked (an exclusive ``flock`` on the
 file, released when the store is closed or its process ends, however it ends) until it is
@@ -54,6 +55,7 @@ from urllib.parse import quote
 import numpy as np
 
 __all__ = [
+    "DetectorBenchStore",
     "ResultStore",
     "SQLiteStore",
     "StoreError",
@@ -539,3 +541,192 @@ class ResultStore(SQLiteStore):
 
     def settings(self) -> dict[str, dict]:
         return {s: json.loads(j) for s, j in self._read("SELECT setting, json FROM settings")}
+
+
+# -------------------------------------------------------------------- the detector benchmark
+#: One row per (data set, normal class, method, seed) of ``benchmarks/bench_detector.py``.
+BENCH_COLUMNS = (
+    "setting", "dataset", "class", "method", "seed", "n_classes", "auc", "ap", "far",
+    "far_nominal", "fit_s", "score_s", "n_corpus", "n_test", "error", "params", "expr",
+    "git_rev", "device", "finished",
+)  # fmt: skip
+_BENCH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (
+    setting TEXT PRIMARY KEY,
+    json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS methods (
+    method TEXT PRIMARY KEY,
+    expr TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    setting TEXT NOT NULL, dataset TEXT NOT NULL, class TEXT NOT NULL, method TEXT NOT NULL,
+    seed INTEGER NOT NULL, n_classes INTEGER, auc REAL, ap REAL, far REAL, far_nominal REAL,
+    fit_s REAL, score_s REAL, n_corpus INTEGER, n_test INTEGER, error TEXT, params TEXT,
+    expr TEXT, git_rev TEXT, device TEXT, finished REAL,
+    PRIMARY KEY (setting, dataset, class, method, seed)
+);
+"""
+#: The settings of the former layout (table ``meta``), all integers.
+_BENCH_LEGACY_SETTINGS = ("max_corpus", "max_test", "max_classes")
+
+
+class DetectorBenchStore(SQLiteStore):
+    """The store of the detector benchmark (``benchmarks/bench_detector.py``): tables
+    ``settings`` (the store's one setting: the subsampling limits), ``methods`` (method name
+    -> the expression that identifies it), ``results`` (:data:`BENCH_COLUMNS`, one row per
+    (setting, data set, class, method, seed)) and ``runs``.
+
+    Its guarantees are :class:`SQLiteStore`'s: one transaction per committed problem
+    (:meth:`add_results`, via :class:`~experiments._recorder.Recorder`), one writer at a time,
+    one-line :class:`StoreError` for a file that is not this store. One setting per store:
+    :meth:`add_setting` refuses a second one, so rows of other limits never mix.
+
+    A file of the benchmark's former layout (tables ``meta``, ``methods``, ``results`` without
+    ``setting``, written before this class) is converted: in place, in one transaction, when
+    opened for writing; in a copy in memory when opened for reading (the file is untouched).
+    Its rows keep every value; ``setting`` is the id of its ``meta`` limits, ``device`` NULL.
+    """
+
+    SCHEMA = _BENCH_SCHEMA
+    TABLES = {"settings": ("setting", "json"), "methods": ("method", "expr"),
+              "results": BENCH_COLUMNS, "runs": RUNS_COLUMNS}  # fmt: skip
+
+    # ------------------------------------------------------------------ the former layout
+    def _check(self, integrity: bool) -> None:
+        tables = {r[0] for r in self._read("SELECT name FROM sqlite_master WHERE type='table'")}
+        if {"meta", "methods", "results"} <= tables and "setting" not in _columns(
+            self.con, "results"
+        ):
+            if self.mode == "read":  # never write a file opened for reading
+                copy = sqlite3.connect(":memory:")
+                self.con.backup(copy)
+                self.con.close()
+                self.con = copy
+            self._convert_legacy()
+        super()._check(integrity)
+
+    def _convert_legacy(self) -> None:
+        meta = dict(self._read("SELECT key, value FROM meta"))
+        try:
+            setting = {k: int(meta[k]) for k in _BENCH_LEGACY_SETTINGS}
+        except (KeyError, ValueError):
+            raise StoreError(
+                f"the store {self.path} has the detector benchmark's former layout, but its "
+                f"table meta lacks a whole-number {' / '.join(_BENCH_LEGACY_SETTINGS)}; "
+                "start a new store"
+            ) from None
+        old = [c for c in BENCH_COLUMNS if c not in ("setting", "device")]
+        missing = set(old) - _columns(self.con, "results")
+        if missing:
+            raise StoreError(
+                f"the store {self.path} has an older layout (table results lacks "
+                f"{', '.join(sorted(missing))}); start a new store"
+            )
+        sid = setting_id(setting)
+        con = self.con
+        con.isolation_level = None  # explicit transaction: the DDL is rolled back as well
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("ALTER TABLE results RENAME TO results_former")
+            for stmt in (_BENCH_SCHEMA + RUNS_SCHEMA).split(";"):
+                if stmt.strip():
+                    con.execute(stmt)
+            cols = ", ".join(old)
+            con.execute(
+                f"INSERT INTO results (setting, {cols}) SELECT ?, {cols} FROM results_former "
+                "ORDER BY rowid",
+                (sid,),
+            )
+            con.execute("DROP TABLE results_former")
+            con.execute("DROP TABLE meta")
+            con.execute(
+                "INSERT INTO settings VALUES (?, ?)", (sid, json.dumps(setting, sort_keys=True))
+            )
+            con.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise self._error(exc, "convert") from None
+        finally:
+            con.isolation_level = ""
+
+    # ------------------------------------------------------------------ settings, methods
+    def settings(self) -> dict[str, dict]:
+        """Setting id -> settings dict (at most one)."""
+        return {s: json.loads(j) for s, j in self._read("SELECT setting, json FROM settings")}
+
+    def add_setting(self, setting: dict) -> str:
+        """Record ``setting`` as the store's one setting and return its id; StoreError when
+        the store holds another (naming the first key that differs)."""
+        sid = setting_id(setting)
+        for other, stored in self.settings().items():
+            if other != sid:
+                key = next((k for k in sorted(set(stored) | set(setting))
+                            if stored.get(k) != setting.get(k)), "?")  # fmt: skip
+                raise StoreError(
+                    f"the store {self.path} holds results made with {key}={stored.get(key)}, "
+                    f"not {setting.get(key)}; use the same settings or another store"
+                )
+        self._write(
+            self.con.execute,
+            "INSERT OR IGNORE INTO settings VALUES (?, ?)",
+            (sid, json.dumps(setting, sort_keys=True)),
+        )
+        return sid
+
+    def methods(self) -> dict[str, str]:
+        """Method name -> the expression stored with it."""
+        return dict(self._read("SELECT method, expr FROM methods"))
+
+    def set_method(self, name: str, expr: str, drop_rows: bool = False) -> int:
+        """Record ``name``'s expression; with ``drop_rows`` first delete its result rows (all
+        settings), in the same transaction. Returns the rows deleted."""
+
+        def write():
+            n = 0
+            if drop_rows:
+                n = self.con.execute("DELETE FROM results WHERE method = ?", (name,)).rowcount
+            self.con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?)", (name, expr))
+            return n
+
+        return self._write(write)
+
+    # ------------------------------------------------------------------ results
+    def add_results(self, rows, stamp: dict) -> None:
+        """Write one finished problem's rows (dicts of :data:`BENCH_COLUMNS` without the
+        stamp) in one transaction, each stamped with ``stamp``'s setting, revision
+        (``git_rev``), device and time (``finished``); a stored row of the same key is
+        replaced (``--rerun``, ``--retry-errors``)."""
+        marks = ", ".join("?" * len(BENCH_COLUMNS))
+        sql = f"INSERT OR REPLACE INTO results ({', '.join(BENCH_COLUMNS)}) VALUES ({marks})"
+        stamped = {"setting": stamp["setting"], "git_rev": stamp["revision"],
+                   "device": stamp["device"], "finished": stamp["created"]}  # fmt: skip
+
+        def insert():
+            for r in rows:
+                unknown = set(r) - set(BENCH_COLUMNS)
+                if unknown:
+                    raise ValueError(f"unknown results columns: {sorted(unknown)}")
+                row = {**r, **stamped}
+                self.con.execute(sql, [row.get(c) for c in BENCH_COLUMNS])
+
+        self._write(insert)
+
+    def keys(self, setting: str, failed: bool = True) -> set[tuple[str, str, str, int]]:
+        """(dataset, class, method, seed) of the rows of ``setting`` (without the failed ones
+        unless ``failed``)."""
+        sql = "SELECT dataset, class, method, seed FROM results WHERE setting = ?"
+        if not failed:
+            sql += " AND error IS NULL"
+        return {(d, c, m, int(s)) for d, c, m, s in self._read(sql, (setting,))}
+
+    def rows(self, seeds: Iterable[int] | None = None) -> list[dict]:
+        """Every result row (as a dict of :data:`BENCH_COLUMNS`), of ``seeds`` only if given,
+        in the order they were written (a converted store: the former file's order), so that
+        means over them are summed in the same order as before."""
+        out = self.query(f"SELECT {', '.join(BENCH_COLUMNS)} FROM results ORDER BY rowid")
+        if seeds is None:
+            return out
+        keep = set(seeds)
+        return [r for r in out if r["seed"] in keep]

@@ -19,12 +19,12 @@ _spec.loader.exec_module(bd)
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def toy_split(seed: int, per_class: dict, T: int = 12, d: int = 2):
-    """(X, y): class k is Gaussian noise shifted by 3 k."""
+def toy_split(seed: int, per_class: dict, T: int = 12, d: int = 2, shift: float = 3.0):
+    """(X, y): class k is Gaussian noise shifted by ``shift`` k."""
     rng = np.random.default_rng(seed)
     X, y = [], []
     for k, (label, n) in enumerate(per_class.items()):
-        X.append(rng.normal(size=(n, T, d)) + 3.0 * k)
+        X.append(rng.normal(size=(n, T, d)) + shift * k)
         y += [label] * n
     return np.concatenate(X), np.array(y)
 
@@ -549,3 +549,276 @@ def test_seed_mean_leaves_out_seeds_with_non_finite_scores():
 
     with pytest.raises(FloatingPointError, match="non-finite"):
         bd.evaluate(bd.Method("bad", "rockad", lambda seed, n: AllBad()), obvious_problem())
+
+
+# -- the experiments store: the figures read back, resume, the former layout, one writer ------
+# The report of a tiny benchmark (3 toy sets, 2 seeds, PyOD and two stubs, one of them failing
+# at seed 1), produced by the former bench_detector store (its own SQL, before issue 24 item
+# 4) with the clock below; the store of the experiments package must give the same text.
+PINNED_ALL = """\
+Mean ROC-AUC over the classes of each data set (anomaly = any other class); `k/n`: classes done so far.
+
+| data set | pyod_knn | pyod_iforest | pyod_lof | pyod_ecod | flaky | mean |
+|---|---|---|---|---|---|---|
+| ToyA | 0.569 | 0.535 | 0.493 | **0.604** | 0.542 | 0.576 |
+| ToyB | 0.562 | 0.590 | 0.538 | 0.604 | 0.569 | **0.625** |
+| ToyC | 0.703 | 0.688 | 0.609 | **0.711** | 0.594 | 0.695 |
+| **mean** | 0.612 | 0.604 | 0.547 | 0.640 | 0.568 | 0.632 |
+| **mean rank** | 3.33 | 4.00 | 5.67 | 1.33 | 4.67 | 2.00 |
+
+Mean and rank over 3 data set(s); a failed problem (n/a) counts as ROC-AUC 0.5.
+
+| method | mean abs(false alarm - nominal), corpus >= 20 | problems | median fit s | median score s | failed problems |
+|---|---|---|---|---|---|
+| pyod_knn | 0.183 | 12 | 1.99 | 2.01 | 0 |
+| pyod_iforest | 0.122 | 12 | 2.17 | 2.19 | 0 |
+| pyod_lof | 0.133 | 12 | 2.05 | 2.07 | 0 |
+| pyod_ecod | 0.107 | 12 | 2.11 | 2.13 | 0 |
+| flaky | 0.114 | 6 | 1.21 | 1.23 | 6 |
+| mean | 0.132 | 12 | 2.23 | 2.25 | 0 |
+"""  # noqa: E501
+PINNED_LEAVE_OUT = """\
+Mean ROC-AUC over the classes of each data set (anomaly = any other class); `k/n`: classes done so far.
+
+| data set | mean | pyod_knn | flaky | pyod_lof |
+|---|---|---|---|---|
+| ToyA | 0.576 | 0.569 | 2/4 | 0.493 |
+| ToyB | 0.625 | 0.562 | 2/4 | 0.538 |
+| ToyC | 0.695 | 0.703 | 2/4 | 0.609 |
+| **mean** | - | - | - | - |
+| **mean rank** | - | - | - | - |
+| **W/T/L vs mean** | 0/0/0 | 0/0/0 | 0/0/0 | 0/0/0 |
+
+Mean and rank over 0 data set(s); left out (not complete for every method): ToyA, ToyB, ToyC. W/T/L: data-set means more than 0.005 above / within 0.005 / below.
+
+| method | mean abs(false alarm - nominal), corpus >= 20 | problems | median fit s | median score s | failed problems |
+|---|---|---|---|---|---|
+| mean | - | 0 | - | - | 0 |
+| pyod_knn | - | 0 | - | - | 0 |
+| flaky | - | 0 | - | - | 6 |
+| pyod_lof | - | 0 | - | - | 0 |
+"""  # noqa: E501
+PINNED_TUNING_SEED1 = """\
+Mean ROC-AUC over the classes of each data set (anomaly = any other class); `k/n`: classes done so far.
+
+| data set | pyod_knn | pyod_iforest | pyod_lof | pyod_ecod | flaky | mean |
+|---|---|---|---|---|---|---|
+| ToyA | 0.583 | 0.528 | 0.507 | **0.597** | 0.500 | 0.569 |
+| ToyB | 0.528 | **0.639** | 0.521 | 0.597 | 0.500 | 0.611 |
+| **mean** | 0.556 | 0.583 | 0.514 | 0.597 | 0.500 | 0.590 |
+| **mean rank** | 3.00 | 2.50 | 5.00 | 2.00 | 6.00 | 2.50 |
+| **W/T/L vs pyod_ecod** | 0/0/2 | 1/0/1 | 0/0/2 | 0/2/0 | 0/0/2 | 1/0/1 |
+
+Mean and rank over 2 data set(s); a failed problem (n/a) counts as ROC-AUC 0.5. W/T/L: data-set means more than 0.005 above / within 0.005 / below.
+
+| method | mean abs(false alarm - nominal), corpus >= 20 | problems | median fit s | median score s | failed problems |
+|---|---|---|---|---|---|
+| pyod_knn | 0.150 | 4 | 2.65 | 2.67 | 0 |
+| pyod_iforest | 0.125 | 4 | 2.83 | 2.85 | 0 |
+| pyod_lof | 0.158 | 4 | 2.71 | 2.73 | 0 |
+| pyod_ecod | 0.092 | 4 | 2.77 | 2.79 | 0 |
+| flaky | - | 0 | - | - | 4 |
+| mean | 0.150 | 4 | 2.89 | 2.91 | 0 |
+"""  # noqa: E501
+
+
+def write_pin_sets(root: Path) -> None:
+    """Three toy sets (classes 0.4 apart, so AUCs are not all 1), ToyC with three classes."""
+    sets = [("ToyA", {"a": 24, "b": 22}), ("ToyB", {"a": 21, "b": 25}),
+            ("ToyC", {"a": 22, "b": 6, "c": 23})]  # fmt: skip
+    for i, (name, classes) in enumerate(sets):
+        Xtr, ytr = toy_split(10 * i, classes, shift=0.4)
+        Xte, yte = toy_split(10 * i + 1, {k: 7 for k in classes}, shift=0.4)
+        write_ts(root, name, Xtr, ytr, "_TRAIN")
+        write_ts(root, name, Xte, yte, "_TEST")
+
+
+class Flaky(MeanDistance):
+    def __init__(self, seed):
+        super().__init__(quantile=0.8, fail=seed == 1)
+
+
+def pin_methods() -> list:
+    return [bd.METHODS[m] for m in ("pyod_knn", "pyod_lof", "pyod_ecod", "pyod_iforest")] + [
+        bd.Method("mean", "ours", lambda seed, n: MeanDistance(), expr="stub mean"),
+        bd.Method("flaky", "ours", lambda seed, n: Flaky(seed), expr="stub flaky"),
+    ]
+
+
+def pin_run(store, root, **kw) -> int:
+    return bd.run_benchmark(["ToyA", "ToyB", "ToyC"], pin_methods(), store, [root], seeds=[0, 1],
+                            max_corpus=20, max_test=12, max_classes=2, log=lambda s: None,
+                            **kw)  # fmt: skip
+
+
+def pin_reports(store, root, capsys) -> list[str]:
+    out = []
+    for extra in (
+        ["--seeds", "0", "1"],
+        ["--seeds", "0", "1", "--failed", "leave-out", "--reference", "mean",
+         "--methods", "mean", "pyod_knn", "flaky", "pyod_lof"],
+        ["--seeds", "1", "--data-dir", str(root), "--half", "tuning", "--reference", "pyod_ecod"],
+    ):  # fmt: skip
+        capsys.readouterr()
+        assert bd.main(["report", "--store", str(store), *extra]) == 0
+        out.append(capsys.readouterr().out.rstrip("\n"))
+    return out
+
+
+PINNED = [p.rstrip("\n") for p in (PINNED_ALL, PINNED_LEAVE_OUT, PINNED_TUNING_SEED1)]
+
+
+@pytest.fixture(scope="module")
+def pinned(tmp_path_factory):
+    """(store, data folder): the tiny benchmark run once, with evaluate()'s clock replaced:
+    its k-th reading is 0.01 k^2, so fit and score seconds differ from row to row but not
+    from run to run."""
+    import itertools
+    import time
+    import types
+
+    tmp = tmp_path_factory.mktemp("pinned")
+    write_pin_sets(tmp / "uea")
+    tick = itertools.count()
+    fake = types.SimpleNamespace(perf_counter=lambda: 0.01 * next(tick) ** 2, time=time.time)
+    real, bd.time = bd.time, fake
+    try:
+        assert pin_run(tmp / "s.sqlite", tmp / "uea") == 72  # 6 problems, 6 methods, 2 seeds
+    finally:
+        bd.time = real
+    return tmp / "s.sqlite", tmp / "uea"
+
+
+def former_store(path, rows_: list[dict], meta: dict) -> None:
+    """A store of the former layout (tables meta, methods, results; no setting, no runs),
+    written with the former statements."""
+    cols = [c for c in bd_store().BENCH_COLUMNS if c not in ("setting", "device")]
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE methods (method TEXT PRIMARY KEY, expr TEXT NOT NULL)")
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    con.execute(
+        "CREATE TABLE results (dataset TEXT NOT NULL, class TEXT NOT NULL, method TEXT NOT "
+        "NULL, seed INTEGER NOT NULL, n_classes INTEGER, auc REAL, ap REAL, far REAL, "
+        "far_nominal REAL, fit_s REAL, score_s REAL, n_corpus INTEGER, n_test INTEGER, error "
+        "TEXT, params TEXT, expr TEXT, git_rev TEXT, finished REAL, PRIMARY KEY (dataset, "
+        "class, method, seed))"
+    )
+    con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in meta.items()])
+    con.executemany("INSERT OR IGNORE INTO methods VALUES (?, ?)",
+                    [(r["method"], r["expr"]) for r in rows_])  # fmt: skip
+    con.executemany(
+        f"INSERT INTO results ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+        [[r[c] for c in cols] for r in rows_],
+    )
+    con.commit()
+    con.close()
+
+
+def bd_store():
+    import experiments._store as store
+
+    return store
+
+
+def test_store_reads_back_the_former_reports_and_resumes(pinned, tmp_path, capsys):
+    import shutil
+
+    store, pin_dir = tmp_path / "s.sqlite", pinned[1]
+    shutil.copy(pinned[0], store)
+    assert pin_reports(store, pin_dir, capsys) == PINNED
+    # the rows: in the experiments store, stamped with the one setting and the run
+    db = bd_store().DetectorBenchStore(store, mode="read")
+    ((sid, setting),) = db.settings().items()
+    assert setting == {"max_corpus": 20, "max_test": 12, "max_classes": 2}
+    got = db.rows()
+    assert len(got) == 72 and {r["setting"] for r in got} == {sid}
+    assert sum(r["error"] is not None for r in got) == 6  # flaky at seed 1
+    (run,) = db.query("SELECT cells_computed, finished FROM runs")
+    assert run["cells_computed"] == 72 and run["finished"] is not None
+    db.close()
+    # resume: nothing computed, nothing rewritten, the same figures
+    MeanDistance.calls = 0
+    assert pin_run(store, pin_dir) == 0 and MeanDistance.calls == 0
+    again = bd_store().DetectorBenchStore(store, mode="read")
+    assert again.rows() == got
+    assert [r["cells_computed"] for r in again.query("SELECT * FROM runs")] == [72, 0]
+    again.close()
+    assert pin_reports(store, pin_dir, capsys) == PINNED
+    # --retry-errors: the six failed rows only
+    assert pin_run(store, pin_dir, retry_errors=True) == 6
+
+
+def test_former_layout_is_read_as_it_was_and_converted_when_written(pinned, tmp_path, capsys):
+    pin_dir = pinned[1]
+    db = bd_store().DetectorBenchStore(pinned[0], mode="read")
+    kept = db.rows()
+    db.close()
+    old = tmp_path / "old.sqlite"
+    former_store(old, kept, {"max_corpus": 20, "max_test": 12, "max_classes": 2})
+    before = old.read_bytes()
+    # reading converts a copy in memory: the same reports, the file untouched
+    assert pin_reports(old, pin_dir, capsys) == PINNED
+    assert old.read_bytes() == before
+    # writing converts in place (every value kept) and resumes: nothing computed
+    assert pin_run(old, pin_dir) == 0
+    db = bd_store().DetectorBenchStore(old, mode="read")
+    drop = ("device",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in db.rows()] == [
+        {k: v for k, v in r.items() if k not in drop} for r in kept
+    ]
+    assert {r["device"] for r in db.rows()} == {None}
+    assert db.methods() == {m.name: m.expr for m in pin_methods()}
+    db.close()
+    assert pin_reports(old, pin_dir, capsys) == PINNED
+    # other limits than the former meta's are refused, as before
+    with pytest.raises(bd.CLIError, match="max-test 12, not 13"):
+        bd.run_benchmark(["ToyA"], pin_methods()[:1], old, [pin_dir], max_corpus=20,
+                         max_test=13, max_classes=2, log=str)  # fmt: skip
+
+
+def test_store_files_that_are_not_this_store_are_one_line_errors(toy_dir, tmp_path, capsys):
+    bad_meta = tmp_path / "meta.sqlite"
+    former_store(bad_meta, [], {"max_corpus": 20})
+    other = tmp_path / "uea.sqlite"
+    bd_store().ResultStore(other).close()
+    text = tmp_path / "text.sqlite"
+    text.write_text("not a database\n" * 100)
+    for path, why in ((bad_meta, "former layout"), (other, "tables missing: methods, results"),
+                      (text, "not a SQLite database")):  # fmt: skip
+        for argv in (["report", "--store", str(path)],
+                     ["run", "--store", str(path), "--data-dir", str(toy_dir)]):  # fmt: skip
+            capsys.readouterr()
+            assert bd.main(argv) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and why in err, (argv, err)
+
+
+def test_two_settings_never_mix_in_one_store(tmp_path):
+    db = bd_store().DetectorBenchStore(tmp_path / "s.sqlite")
+    sid = db.add_setting({"max_corpus": 5, "max_test": 8, "max_classes": 2})
+    assert db.add_setting({"max_corpus": 5, "max_test": 8, "max_classes": 2}) == sid
+    with pytest.raises(bd_store().StoreError, match="max_test=8, not 9"):
+        db.add_setting({"max_corpus": 5, "max_test": 9, "max_classes": 2})
+    db.close()
+
+
+def test_a_second_writer_is_refused(tmp_path):
+    import subprocess
+
+    store = tmp_path / "s.sqlite"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from experiments._store import DetectorBenchStore as S; "
+         "s = S(sys.argv[1]); print('held', flush=True); time.sleep(60)", str(store)],
+        cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        MeanDistance.calls = 0
+        with pytest.raises(bd.CLIError, match="being written by another process"):
+            bd.run_benchmark(["D"], [stub("m")], store, None, loader=fake_loader(), log=str)
+        assert MeanDistance.calls == 0
+        assert bd.fetch_rows(store) == []  # reading takes no lock
+    finally:
+        holder.kill()
+        holder.wait()
