@@ -319,6 +319,8 @@ def test_resume_recomputes_nothing_done(tmp_path):
     with pytest.raises(Interrupt):
         bd.run_benchmark(["D"], methods, store, None, loader=fake_loader(), log=stop_third)
     assert len(rows(store)) == 3  # committed before the interruption
+    run = sqlite3.connect(store).execute("SELECT cells_computed, finished FROM runs").fetchall()
+    assert len(run) == 1 and run[0][0] == 3 and run[0][1] is not None  # the run row closed
     before = {(r["class"], r["method"]): r["finished"] for r in rows(store)}
     MeanDistance.calls = 0
     assert bd.run_benchmark(["D"], methods, store, None, **kw) == 3
@@ -783,6 +785,7 @@ def test_store_files_that_are_not_this_store_are_one_line_errors(toy_dir, tmp_pa
     bd_store().ResultStore(other).close()
     text = tmp_path / "text.sqlite"
     text.write_text("not a database\n" * 100)
+    before = bad_meta.read_bytes()
     for path, why in ((bad_meta, "former layout"), (other, "tables missing: methods, results"),
                       (text, "not a SQLite database")):  # fmt: skip
         for argv in (["report", "--store", str(path)],
@@ -791,6 +794,7 @@ def test_store_files_that_are_not_this_store_are_one_line_errors(toy_dir, tmp_pa
             assert bd.main(argv) == 2
             err = capsys.readouterr().err
             assert err.count("\n") == 1 and why in err, (argv, err)
+    assert bad_meta.read_bytes() == before  # not converted, not written
 
 
 def test_two_settings_never_mix_in_one_store(tmp_path):
