@@ -36,6 +36,7 @@ from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._calibration import conformal_p_values, conformal_threshold, min_corpus_for
+from ._constraints import InstanceOf, Interval, NameOf, StrOptions
 
 # torch, tskernels and the members are imported on first use (in fit / scoring), so that
 # ``from novelty import KernelNoveltyDetector`` costs scikit-learn's import alone.
@@ -44,6 +45,47 @@ __all__ = ["KernelNoveltyDetector"]
 
 #: ``kernel="auto"`` selects from this many normal series on; below, the default recipe.
 MIN_SELECTION = 3
+
+
+# the names that ``scorer``, ``approximation`` and ``landmarks`` take, read when checked (the
+# modules that list them import torch)
+def _scorer_names() -> tuple[str, ...]:
+    from ._scorer_registry import scorer_registry
+
+    return (*scorer_registry(), "auto")
+
+
+def _approximations() -> tuple[str, ...]:
+    from ._approximation import APPROXIMATIONS
+
+    return APPROXIMATIONS
+
+
+def _landmark_rules() -> tuple[str, ...]:
+    from ._approximation import LANDMARK_RULES
+
+    return LANDMARK_RULES
+
+
+def _kernel_hint(kernel) -> str:
+    """What to pass instead of ``kernel`` (a string, or a static kernel on points)."""
+    import tskernels as tk
+
+    if isinstance(kernel, tk.StaticKernel):
+        k = type(kernel).__name__
+        return (
+            f"{kernel!r} is a static kernel on points, not on series: put a series kernel "
+            f"around it, e.g. FlattenedKernel({k}(...)) or IntegralKernel({k}(...))."
+        )
+    if not isinstance(kernel, str):
+        return ""
+    names = sorted(tk.kernel_registry())
+    if kernel in names:
+        return (
+            f"For the registered kernel {kernel!r} pass an instance, e.g. "
+            f"tskernels.make_kernel({kernel!r}) or its class with your parameters."
+        )
+    return f"Registered kernels: {', '.join(names)}."
 
 
 class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
@@ -141,6 +183,26 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     >>> det.predict(rng.normal(size=(2, 20, 2)) + 5.0).tolist()
     [-1, -1]
     """
+
+    _parameter_constraints = {
+        "kernel": [None, StrOptions({"auto"}), InstanceOf("tskernels", "Kernel")],
+        "scorer": [NameOf(_scorer_names), InstanceOf("novelty", "GramScorer")],
+        "contamination": [Interval(Real, 0, 0.5, closed="right")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "rank": [None, Interval(Integral, 1, None, closed="left")],
+        "preprocess": [bool, None, StrOptions({"channel", "step"})],
+        "normalize": ["boolean"],
+        "scorer_params": [None, dict],
+        "normal_label": "no_validation",  # any label of y
+        "max_time": [Interval(Real, 0, None, closed="neither")],
+        "random_state": [Interval(Integral, 0, None, closed="left")],
+        "approximation": [None, NameOf(_approximations)],
+        "n_components": [Interval(Integral, 1, None, closed="left")],  # >= 2 if approximating
+        "landmarks": [NameOf(_landmark_rules)],
+        "missing": [StrOptions({"interpolate", "error"})],
+        "layout": [None, StrOptions({"univariate", "single"})],
+        "verbose": ["verbose"],
+    }
 
     def __init__(
         self,
@@ -442,21 +504,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
         if self.kernel is None:
             return default_members(Xs)
-        if isinstance(self.kernel, str):
-            if self.kernel != "auto":
-                import tskernels as tk
-
-                names = sorted(tk.kernel_registry())
-                hint = (
-                    f"; for the registered kernel {self.kernel!r} pass an instance, e.g. "
-                    f"tskernels.make_kernel({self.kernel!r}) or its class with your parameters"
-                    if self.kernel in names
-                    else f" (registered kernels: {', '.join(names)})"
-                )
-                raise ValueError(
-                    f'`kernel` must be None, "auto" or a kernel instance, got {self.kernel!r}'
-                    + hint
-                )
+        if isinstance(self.kernel, str):  # "auto" (checked)
             if len(Xs) < MIN_SELECTION:
                 # nothing to select on: the default recipe, and a table that says so
                 import pandas as pd
@@ -550,26 +598,25 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return Xs[keep] if isinstance(Xs, np.ndarray) else [Xs[i] for i in keep]
 
     def _check_params(self) -> None:
-        from ._gram_scorer import GramScorer, validate_params
-        from ._members import SCORERS, MemberSpec, make_scorer, preprocess_mode
+        """The declared constraints (``_parameter_constraints``), then what depends on
+        several parameters: the scorer's own parameters and its need of a normalised kernel."""
+        from ._constraints import InvalidParameterError, validate_params
 
-        named = isinstance(self.scorer, str) and self.scorer in SCORERS
-        if not (named or _is_auto(self.scorer) or isinstance(self.scorer, GramScorer)):
-            raise ValueError(
-                f"`scorer` must be one of {SCORERS}, 'auto' or a GramScorer instance, got "
-                f"{self.scorer!r}"
+        try:
+            validate_params(self)
+        except InvalidParameterError as err:
+            if str(err).startswith("The 'kernel' parameter") and _kernel_hint(self.kernel):
+                raise InvalidParameterError(f"{err} {_kernel_hint(self.kernel)}") from None
+            raise
+        if self.approximation is not None and self.n_components < 2:
+            raise InvalidParameterError(
+                f"The 'n_components' parameter of KernelNoveltyDetector must be an int in the "
+                f"range [2, inf) with approximation={self.approximation!r}. Got "
+                f"{self.n_components!r} instead."
             )
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, Real) or not self.alpha > 0:
-            raise ValueError(f"`alpha` must be a positive float, got {self.alpha!r}")
-        if self.rank is not None and (
-            isinstance(self.rank, bool) or not isinstance(self.rank, Integral) or self.rank < 1
-        ):
-            raise ValueError(f"`rank` must be None or an integer >= 1, got {self.rank!r}")
-        c = self.contamination
-        if isinstance(c, bool) or not isinstance(c, Real) or not 0 < c <= 0.5:
-            raise ValueError(f"`contamination` must be a float in (0, 0.5], got {c!r}")
-        if self.scorer_params is not None and not isinstance(self.scorer_params, dict):
-            raise ValueError(f"`scorer_params` must be a dict or None, got {self.scorer_params!r}")
+        from ._gram_scorer import validate_params as validate_scorer
+        from ._members import MemberSpec, make_scorer
+
         explicit_kernel = self.kernel is not None and not isinstance(self.kernel, str)
         if explicit_kernel and not _is_auto(self.scorer):
             # the scorer and its parameters, checked before any Gram is computed
@@ -582,31 +629,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                     scorer_params=dict(self.scorer_params or {}),
                 )
             )
-            validate_params(scorer)
+            validate_scorer(scorer)
             if scorer.requires_normalized and not self.normalize:
                 name = self.scorer if isinstance(self.scorer, str) else type(self.scorer).__name__
                 raise ValueError(f"scorer={name!r} needs a normalised kernel: set normalize=True")
-        t = self.max_time
-        if isinstance(t, bool) or not isinstance(t, Real) or not t > 0:
-            raise ValueError(f"`max_time` must be a positive number of seconds, got {t!r}")
-        if not isinstance(self.normalize, (bool, np.bool_)):
-            raise ValueError(f"`normalize` must be a bool (True or False), got {self.normalize!r}")
-        preprocess_mode(self.preprocess)
-        if self.approximation is not None:
-            from ._approx_member import check_approximation
-
-            check_approximation(self.approximation, self.n_components, self.landmarks)
-        if isinstance(self.random_state, bool) or not isinstance(self.random_state, Integral):
-            raise ValueError(f"`random_state` must be an integer, got {self.random_state!r}")
-        if not (isinstance(self.missing, str) and self.missing in ("interpolate", "error")):
-            raise ValueError(f'`missing` must be "interpolate" or "error", got {self.missing!r}')
-        v = self.verbose
-        if not isinstance(v, (bool, np.bool_, Integral)) or v < 0:
-            raise ValueError(f"`verbose` must be a bool or an integer >= 0, got {v!r}")
-        if self.layout not in (None, "univariate", "single"):
-            raise ValueError(
-                f'`layout` must be None, "univariate" or "single", got {self.layout!r}'
-            )
 
     def _series(self, X, reset: bool):
         """numpy (n, T, d) array or list of (T_i, d) arrays, validated: the one check of the

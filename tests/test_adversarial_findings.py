@@ -87,7 +87,7 @@ def test_normalize_must_be_a_bool(value):
     k = tskernels.FlattenedKernel(tskernels.RBF(1.0))
     with pytest.raises(ValueError, match="`normalize` must be a bool"):
         k.gram(X, normalize=value)
-    with pytest.raises(ValueError, match="`normalize` must be a bool"):
+    with pytest.raises(ValueError, match="'normalize' parameter of KernelNoveltyDetector must be"):
         KernelNoveltyDetector(k, normalize=value).fit(X)
     sig = tskernels.TruncatedSignatureKernel(level=2)
     with pytest.raises(ValueError, match="`normalize` must be a bool"):

@@ -193,7 +193,7 @@ def test_2d_array_without_layout_is_an_error_naming_both_readings():
     det = KernelNoveltyDetector().fit(X[None].repeat(3, axis=0))
     with pytest.raises(ValueError, match="reads two ways"):
         det.score_samples(X)
-    with pytest.raises(ValueError, match="`layout` must be"):
+    with pytest.raises(ValueError, match="The 'layout' parameter of KernelNoveltyDetector must be"):
         KernelNoveltyDetector(layout="rows").fit(X[None])
 
 
@@ -272,7 +272,7 @@ def test_bad_inputs():
     for c in (0.0, 0.6, -0.1, True, "5%"):
         with pytest.raises(ValueError, match="contamination"):
             KernelNoveltyDetector(contamination=c).fit(X)
-    with pytest.raises(ValueError, match="kernel.*registered kernels: .*gak"):
+    with pytest.raises(ValueError, match="'kernel' parameter.*Registered kernels: .*gak"):
         KernelNoveltyDetector(kernel="best").fit(X)
     with pytest.raises(ValueError, match=r"tskernels.make_kernel\('gak'\)"):
         KernelNoveltyDetector(kernel="gak").fit(X)

@@ -159,7 +159,7 @@ def test_invalid_missing_raises_listing_the_options():
     for bad in ("drop", None, "Interpolate", True):
         with pytest.raises(ValueError, match=r"`missing` must be one of 'error', 'interpolate'"):
             as_series_collection(X, missing=bad)
-    with pytest.raises(ValueError, match=r"`missing` must be \"interpolate\" or \"error\""):
+    with pytest.raises(ValueError, match=r"The 'missing' parameter of KernelNoveltyDetector"):
         KernelNoveltyDetector(missing="zero").fit(np.random.default_rng(0).normal(size=(5, 4)))
 
 

@@ -48,7 +48,7 @@ def test_no_bar_without_verbose(capsys):
     with progress(False, "x"):
         plan(3)
         step("a")  # no-ops without a bar
-    with pytest.raises(ValueError, match="`verbose` must be"):
+    with pytest.raises(ValueError, match="The 'verbose' parameter of KernelNoveltyDetector"):
         KernelNoveltyDetector(verbose=-1).fit(_sines(5))
 
 

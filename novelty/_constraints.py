@@ -1,0 +1,110 @@
+"""The parameter constraints of novelty's estimators: scikit-learn's own.
+
+Each estimator class (the scorers, the detector) declares
+``_parameter_constraints = {name: [constraint, ...]}`` with the constraint objects of
+``sklearn.utils._param_validation`` (``Interval``, ``StrOptions``, ``Options``,
+``HasMethods``, ``None``, types, ``"boolean"``, ...), re-exported here, and checks them with
+:func:`validate_params` at ``fit`` and at every later use, so ``set_params`` cannot slip a bad
+value past them. A bad value raises scikit-learn's ``InvalidParameterError`` (a ValueError
+and a TypeError): ``The 'alpha' parameter of VarianceNorm must be a float in the range (0.0,
+inf). Got -1 instead.`` The kernels (``tskernels._constraints``) speak the same dialect and
+raise the same error without importing scikit-learn.
+
+Two additions, both subclasses of scikit-learn's classes so that its validation (and its
+estimator checks) take them:
+
+- :class:`Interval` refuses booleans (scikit-learn reads True as 1): a flag is not a number;
+- :class:`InstanceOf` (an instance of a class imported when first checked) and
+  :class:`NameOf` (one of the names a registry lists when checked), so that declaring them
+  imports neither torch nor the registries (``from novelty import KernelNoveltyDetector``
+  stays light).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+
+from sklearn.utils import _param_validation as _sk
+from sklearn.utils._param_validation import (
+    HasMethods,
+    InvalidParameterError,
+    Options,
+    StrOptions,
+    validate_parameter_constraints,
+)
+
+__all__ = [
+    "HasMethods",
+    "InstanceOf",
+    "Interval",
+    "InvalidParameterError",
+    "NameOf",
+    "Options",
+    "StrOptions",
+    "check_values",
+    "validate_params",
+]
+
+
+class Interval(_sk.Interval):
+    """scikit-learn's ``Interval(type, left, right, closed=...)``, refusing True and False."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, bool) and super().is_satisfied_by(val)
+
+
+class InstanceOf(HasMethods):
+    """Instances of the class ``module.name`` (imported at the first check). A
+    ``HasMethods`` only so that scikit-learn's ``make_constraint`` takes it."""
+
+    def __init__(self, module: str, name: str, shown: str | None = None):
+        super().__init__([])
+        self.module, self.name = module, name
+        self.shown = shown or f"{module}.{name}"
+
+    def is_satisfied_by(self, val):
+        return isinstance(val, getattr(importlib.import_module(self.module), self.name))
+
+    def __str__(self):
+        return f"an instance of {self.shown!r}"
+
+
+class NameOf(StrOptions):
+    """One of the strings ``names()`` returns when checked (a registry's names, read at use so
+    the declaring module imports no registry)."""
+
+    def __init__(self, names: Callable[[], Iterable[str]]):
+        self._names = None
+        super().__init__(set())
+        self._names = names
+
+    @property
+    def options(self):
+        if self._names is None:  # during StrOptions.__init__
+            return set()
+        return dict.fromkeys(self._names())  # ordered: the registry's order in the message
+
+    @options.setter
+    def options(self, value):  # StrOptions.__init__ sets it; the names are read at use
+        pass
+
+
+def validate_params(estimator) -> None:
+    """Check every constructor parameter of ``estimator`` against its class's
+    ``_parameter_constraints`` (scikit-learn's ``validate_parameter_constraints``); a
+    parameter without a declared constraint is a bug of the class and raises TypeError."""
+    cls = type(estimator)
+    params = estimator.get_params(deep=False)
+    missing = sorted(set(params) - set(cls._parameter_constraints))
+    if missing:
+        raise TypeError(f"{cls.__name__} declares no constraint for its parameters {missing}")
+    validate_parameter_constraints(cls._parameter_constraints, params, caller_name=cls.__name__)
+
+
+def check_values(estimator, name: str, values: Iterable) -> None:
+    """Each of ``values`` against the constraints of ``estimator``'s parameter ``name`` (a
+    sweep's axis values), with the same error as a bad parameter."""
+    constraints = {name: type(estimator)._parameter_constraints[name]}
+    for value in values:
+        validate_parameter_constraints(constraints, {name: value}, type(estimator).__name__)
