@@ -20,7 +20,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from ._gram_scorer import GramScorer, Interval, Options
+from ._gram_scorer import GramScorer, Interval, StrOptions
 from ._validation import check_psd, pow2_scale
 
 __all__ = ["KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer", "squared_feature_distances"]
@@ -44,8 +44,8 @@ class KNNScorer(GramScorer):
     """
 
     _parameter_constraints = {
-        "n_neighbors": Interval(Integral, 1, None, "left"),
-        "aggregate": Options(("kth", "mean")),
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "aggregate": [StrOptions({"kth", "mean"})],
     }
     min_corpus = 1  # a distance to one series is a score
 
@@ -149,7 +149,7 @@ class OCSVMScorer(GramScorer):
     corpus Gram; score :math:`= -\bigl(\sum_i \beta_i k(y, x_i) - \rho\bigr)`, minus its
     decision function (``diag_test`` is not used)."""
 
-    _parameter_constraints = {"nu": Interval(Real, 0, 1, "right")}
+    _parameter_constraints = {"nu": [Interval(Real, 0, 1, closed="right")]}
     requires_diag = False
 
     def __init__(self, nu: float = 0.1):

@@ -614,7 +614,6 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"range [2, inf) with approximation={self.approximation!r}. Got "
                 f"{self.n_components!r} instead."
             )
-        from ._gram_scorer import validate_params as validate_scorer
         from ._members import MemberSpec, make_scorer
 
         explicit_kernel = self.kernel is not None and not isinstance(self.kernel, str)
@@ -629,7 +628,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                     scorer_params=dict(self.scorer_params or {}),
                 )
             )
-            validate_scorer(scorer)
+            validate_params(scorer)
             if scorer.requires_normalized and not self.normalize:
                 name = self.scorer if isinstance(self.scorer, str) else type(self.scorer).__name__
                 raise ValueError(f"scorer={name!r} needs a normalised kernel: set normalize=True")

@@ -12,8 +12,9 @@ points from their kernel values against the corpus:
   equal to refitting with each (value, rank) and calling ``score``.
 
 As in scikit-learn, ``__init__`` only stores parameters; each scorer declares its parameters'
-constraints once (``_parameter_constraints``) and they are checked in ``fit`` and again in
-``score``, so ``set_params`` cannot slip a bad value past them; fitted attributes end in ``_``
+constraints once (``_parameter_constraints``, scikit-learn's dialect: :mod:`novelty._constraints`)
+and they are checked in ``fit`` and again in ``score``, so ``set_params`` cannot slip a bad
+value past them; fitted attributes end in ``_``
 and every post-fit method starts with scikit-learn's ``check_is_fitted``.
 
 :func:`~novelty._scorer_registry.scorer_registry` (its own module, which imports every
@@ -24,10 +25,8 @@ that one list. Capabilities are class attributes (tags): ``sweep_axis``,
 
 from __future__ import annotations
 
-import math
 from abc import ABCMeta, abstractmethod
-from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 from typing import ClassVar
 
 import numpy as np
@@ -36,6 +35,14 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from ._constraints import (  # re-exported: the scorer modules declare with these
+    Interval,
+    Options,
+    StrOptions,
+    check_values,
+    validate_parameter_constraints,
+    validate_params,
+)
 from ._validation import check_corpus_gram, check_cross_gram, check_test_diag
 
 __all__ = [
@@ -43,76 +50,10 @@ __all__ = [
     "Interval",
     "Options",
     "ScorerNotFittedError",
+    "StrOptions",
     "check_fitted",
     "validate_params",
 ]
-
-
-# ---------------------------------------------------------------------------- constraints
-@dataclass(frozen=True)
-class Interval:
-    """A number of type ``kind`` (``Integral`` or ``Real``) in an interval; booleans and
-    non-finite floats are rejected; ``none=True`` also accepts None.
-
-    ``closed``: "left", "right", "both" or "neither" (which bounds belong to the interval).
-    """
-
-    kind: type
-    low: float | None = None
-    high: float | None = None
-    closed: str = "both"
-    none: bool = False
-
-    def check(self, name: str, value) -> None:
-        if value is None and self.none:
-            return
-        ok = not isinstance(value, bool) and isinstance(value, self.kind)
-        if ok and self.kind is Real:
-            ok = math.isfinite(value)
-        if ok and self.low is not None:
-            ok = value >= self.low if self.closed in ("left", "both") else value > self.low
-        if ok and self.high is not None:
-            ok = value <= self.high if self.closed in ("right", "both") else value < self.high
-        if not ok:
-            raise ValueError(f"`{name}` must be {self.describe()}, got {value!r}")
-
-    def describe(self) -> str:
-        what = "an integer" if self.kind is Integral else "a float"
-        lo, hi = self.low, self.high
-        if hi is None and lo == 0 and self.kind is Real:
-            closed = self.closed in ("left", "both")
-            what = ("a non-negative" if closed else "a positive") + " float"
-        elif hi is None and lo is not None:
-            what += f" {'>=' if self.closed in ('left', 'both') else '>'} {lo}"
-        elif lo is not None and hi is not None:
-            left = "[" if self.closed in ("left", "both") else "("
-            right = "]" if self.closed in ("right", "both") else ")"
-            what += f" in {left}{lo}, {hi}{right}"
-        return ("None or " if self.none else "") + what
-
-
-@dataclass(frozen=True)
-class Options:
-    """One of the given strings."""
-
-    values: tuple[str, ...]
-
-    def check(self, name: str, value) -> None:
-        if not isinstance(value, str) or value not in self.values:
-            raise ValueError(f"`{name}` must be one of {self.values}, got {value!r}")
-
-
-def validate_params(estimator) -> None:
-    """Check every constructor parameter of ``estimator`` against its class's
-    ``_parameter_constraints`` (a parameter without a declared constraint is a bug of the
-    class and raises TypeError)."""
-    constraints = type(estimator)._parameter_constraints
-    for name, value in estimator.get_params(deep=False).items():
-        if name not in constraints:
-            raise TypeError(
-                f"{type(estimator).__name__} declares no constraint for its parameter `{name}`"
-            )
-        constraints[name].check(name, value)
 
 
 class ScorerNotFittedError(NotFittedError, RuntimeError):
@@ -198,9 +139,7 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         values = list(axis_values)
         if not values:
             raise ValueError(f"`axis_values` is empty: give at least one `{self.sweep_axis}`")
-        check = self._parameter_constraints[self.sweep_axis]
-        for v in values:
-            check.check(self.sweep_axis, v)
+        check_values(self, self.sweep_axis, values)
         if ranks is not None:
             if self.rank_param is None:
                 raise ValueError(f"{type(self).__name__} has no rank axis: pass ranks=None")
@@ -208,7 +147,11 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
             if not ranks:
                 raise ValueError("`ranks` is empty: give at least one rank, or None for all")
             for r in ranks:
-                Interval(Integral, 1, None, "left").check("ranks", r)
+                validate_parameter_constraints(
+                    {"ranks": [Interval(Integral, 1, None, closed="left")]},
+                    {"ranks": r},
+                    caller_name=f"{type(self).__name__}.sweep",
+                )
         return as_numpy(self._sweep(Kt, dt, values, ranks))
 
     # ------------------------------------------------------------------ internals

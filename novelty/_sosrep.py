@@ -49,10 +49,10 @@ class SOSREPScorer(GramScorer):
     """
 
     _parameter_constraints = {
-        "lr": Interval(Real, 0, 0.5, "neither"),  # (0, 1/2) keeps alpha positive
-        "max_iter": Interval(Integral, 1, None, "left"),
-        "tol": Interval(Real, 0, None, "neither"),
-        "seed": Interval(Integral, 0, None, "left"),
+        "lr": [Interval(Real, 0, 0.5, closed="neither")],  # (0, 1/2) keeps alpha positive
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "seed": [Interval(Integral, 0, None, closed="left")],
     }
     requires_diag = False
 

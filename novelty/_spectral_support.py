@@ -28,7 +28,7 @@ from numbers import Integral, Real
 
 import torch
 
-from ._gram_scorer import GramScorer, Interval, Options, check_fitted, validate_params
+from ._gram_scorer import GramScorer, Interval, StrOptions, check_fitted, validate_params
 from ._validation import PSD_RTOL, check_cross_gram, check_int, check_test_diag
 
 __all__ = ["SpectralSupport", "spectral_filter"]
@@ -115,10 +115,10 @@ class SpectralSupport(GramScorer):
     """
 
     _parameter_constraints = {
-        "filter": Options(FILTERS),
-        "lam": Interval(Real, 0, None, "neither"),
-        "iterations": Interval(Integral, 1, None, "left", none=True),
-        "nu": Interval(Real, 0, None, "neither"),
+        "filter": [StrOptions(set(FILTERS))],
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "iterations": [None, Interval(Integral, 1, None, closed="left")],
+        "nu": [Interval(Real, 0, None, closed="neither")],
     }
     sweep_axis = "lam"
     requires_normalized = True

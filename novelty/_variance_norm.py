@@ -41,8 +41,8 @@ __all__ = ["ConformanceScorer", "MahalanobisScorer", "VarianceNorm"]
 _CONFORMANCE_CHUNK_BYTES = 32 * 2**20
 
 
-_THRESHOLD = Interval(Real, 0, None, "left")
-_MAX_RANK = Interval(Integral, 1, None, "left", none=True)
+_THRESHOLD = [Interval(Real, 0, None, closed="left")]
+_MAX_RANK = [None, Interval(Integral, 1, None, closed="left")]
 
 
 class VarianceNorm(BaseEstimator):
@@ -209,7 +209,7 @@ class _VarianceNormScorer(GramScorer):
 
     _conformance = False
     _parameter_constraints = {
-        "alpha": Interval(Real, 0, None, "neither"),
+        "alpha": [Interval(Real, 0, None, closed="neither")],
         "threshold": _THRESHOLD,
         "max_rank": _MAX_RANK,
     }
