@@ -41,7 +41,10 @@ BAD = [
     ({"--levels": "0", "--kernels": "trunc_sig_linear"}, "--levels must be an integer >= 1"),
     ({"--levels": "1,2"}, "--levels: none of the kernels of this run (flat_rbf) has levels"),
     ({"--levels": "1.5", "--kernels": "trunc_sig_linear"}, "'1.5' is not an integer"),
-    ({"--grid": "flat_rbf.sigma=-1"}, "kernel flat_rbf (sigma=-1): `sigma` must be a positive"),
+    (
+        {"--grid": "flat_rbf.sigma=-1"},
+        "kernel flat_rbf (sigma=-1): The 'sigma' parameter of RBF must be a float in the range",
+    ),
     ({"--grid": "flat_rbf.sigma=inf"}, "'inf' is not a finite number"),
     ({"--grid": "flat_rbf.sigma=1,1"}, "--grid flat_rbf.sigma lists 1 twice"),
     ({"--grid": "flat_rbf.sigma=1 --grid flat_rbf.sigma=2"}, "flat_rbf.sigma is given twice"),
@@ -49,7 +52,10 @@ BAD = [
     ({"--grid": "nope.sigma=1"}, "--grid names kernel 'nope', which has no grid"),
     ({"--grid": "gak.factor=1"}, "--grid names kernel 'gak', which this run does not include"),
     # values a kernel checks only when it computes: found on a toy batch before any work
-    ({"--kernels": "gak", "--grid": "gak.factor=-1"}, "kernel gak (factor=-1): `sigma_factor`"),
+    (
+        {"--kernels": "gak", "--grid": "gak.factor=-1"},
+        "kernel gak (factor=-1): The 'sigma_factor' parameter of GlobalAlignmentKernel must be",
+    ),
     ({"--kernels": "reservoir", "--grid": "reservoir.tau=-1"}, "kernel reservoir"),
     ({"--kernels": "nope"}, "unknown kernel 'nope'"),
     ({"--kernels": "flat_rbf flat_rbf"}, "--kernels names flat_rbf twice"),
