@@ -76,7 +76,12 @@ def test_the_error_is_sklearns_with_its_message(k):
 
 
 def test_valid_values_and_undeclared_parameters_pass():
-    constraints = {"a": [tc.Interval(Real, 0, None, closed="neither")], "b": [None, "boolean"]}
-    tc.validate_parameter_constraints(constraints, {"a": 0.1, "b": None, "c": "anything"}, "X")
+    constraints = {
+        "a": [tc.Interval(Real, 0, None, closed="neither")],
+        "b": [None, "boolean"],
+        "d": "no_validation",
+    }
+    values = {"a": 0.1, "b": None, "c": "anything", "d": object()}
+    tc.validate_parameter_constraints(constraints, values, "X")
     with pytest.raises(ValueError, match="unknown constraint 'real'"):
         tc.validate_parameter_constraints({"a": ["real"]}, {"a": 1.0}, "X")

@@ -170,20 +170,18 @@ def _as_constraint(c) -> Constraint:
         return _instance_of(c)
     if isinstance(c, str) and c == "boolean":
         bool_, np_bool = _instance_of(bool), _instance_of(np.bool_)
-        return _Is(
-            lambda v: isinstance(v, (bool, np.bool_)), f"{bool_} or {np_bool}"
-        )
+        return _Is(lambda v: isinstance(v, (bool, np.bool_)), f"{bool_} or {np_bool}")
     raise ValueError(f"unknown constraint {c!r}")
 
 
 def validate_parameter_constraints(constraints: dict, params: dict, caller_name: str) -> None:
     """Check each of ``params`` (name -> value) that has an entry in ``constraints`` (name ->
-    list of constraints); the first value that satisfies none raises scikit-learn's
-    ``InvalidParameterError``: ``The '<name>' parameter of <caller_name> must be <c1>, <c2>
-    or <c3>. Got <value!r> instead.``"""
+    list of constraints, or "no_validation"); the first value that satisfies none raises
+    scikit-learn's ``InvalidParameterError``: ``The '<name>' parameter of <caller_name> must
+    be <c1>, <c2> or <c3>. Got <value!r> instead.``"""
     for name, value in params.items():
         declared = constraints.get(name)
-        if declared is None:
+        if declared is None or declared == "no_validation":
             continue
         checks = [_as_constraint(c) for c in declared]
         if any(c.is_satisfied_by(value) for c in checks):
