@@ -57,14 +57,14 @@ def _check_names(opts) -> None:
     mistyped option is answered at once; the full checks follow in the runner)."""
     import os
 
-    from ._grids import PRESETS, SCORER_NAMES
+    from ._grids import PRESETS, scorer_names
     from ._options import ConfigError
 
     grids = {name: None for preset in PRESETS.values() for name in preset.grids}
     for n in opts.kernels or []:
         if n not in grids:
             raise ConfigError(f"unknown kernel {n!r}; kernels with grids: {', '.join(grids)}")
-    scorers = [*SCORER_NAMES, "knn", "mean_embedding", "ocsvm"]  # with the baselines
+    scorers = scorer_names()  # the registry's, and "baselines"
     for n in opts.scorers or []:
         if n not in scorers:
             raise ConfigError(f"unknown scorer {n!r}; choose from {', '.join(scorers)}")
@@ -145,18 +145,16 @@ def _cmd_list(args) -> int:
             n += f", levels {grids[name].levels[0]}..{grids[name].levels[-1]} in one pass"
         print(f"  {name:<24} {state}grid {n}")
     print("scorers:")
-    from ._grids import SCORER_NAMES
+    from ._grids import scorer_names
 
     if args.check:
-        from ._scorers import BASELINES, SCORERS, available_scorers
+        import novelty
 
-        avail = available_scorers()
-        for name, spec in SCORERS.items():
-            print(f"  {name:<15} {'available' if avail[name] else 'missing'}: {spec.description}")
-        for name in BASELINES:
-            print(f"  {name:<15} {'available' if avail[name] else 'missing'}: baseline")
+        for name, cls in novelty.scorer_registry().items():
+            print(f"  {name:<15} {cls.family}: {cls.description}")
+        print("  baselines       every scorer of the baseline family")
     else:
-        print(f"  {', '.join(SCORER_NAMES)} (list --check: which are usable)")
+        print(f"  {', '.join(scorer_names())} (list --check: families and descriptions)")
     print("presets: " + ", ".join(
         f"{p.name} ({p.folds}x{p.repeats} CV on {', '.join(p.datasets) or 'your --dataset'})"
         for p in PRESETS.values()))  # fmt: skip

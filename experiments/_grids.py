@@ -44,7 +44,7 @@ __all__ = [
     "PRESETS",
     "Preset",
     "REFERENCE_KERNELS",
-    "SCORER_NAMES",
+    "scorer_names",
     "build_kernel",
     "kernel_grid_points",
 ]
@@ -66,8 +66,13 @@ ALPHAS = [1e-8, 1e-5, 1e-2]
 MAX_RANK = 50
 ROCKET_KERNELS = 10_000  # MiniRocket's F, the detector's (``novelty._auto``)
 
-#: The scorer names of the CLI; "baselines" expands to the baseline scorers available.
-SCORER_NAMES = ["conformance", "mahalanobis", "sse", "sosrep", "baselines"]
+def scorer_names(*, word: bool = True) -> list[str]:
+    """The scorer names of the CLI: those of ``novelty.scorer_registry()`` (read without
+    importing a scorer module, so neither torch nor scikit-learn), then the word "baselines"
+    (expanded to the registered baseline-family scorers) unless ``word=False``."""
+    from novelty._scorer_registry import scorer_names as registered
+
+    return [*registered(), *(["baselines"] if word else [])]
 
 
 def _r(x: float) -> float:

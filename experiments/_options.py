@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._grids import PRESETS, SCORER_NAMES
+from ._grids import PRESETS, scorer_names
 
 __all__ = [
     "ConfigError",
@@ -178,8 +178,8 @@ class RunOptions:
         "single-level signature kernels are trunc_sig_linear_single, trunc_sig_rbf_single)",
     )  # fmt: skip
     scorers: list[str] = option(
-        default_factory=lambda: list(SCORER_NAMES), nargs="+",
-        help=f"from {', '.join(SCORER_NAMES)} (default: all)",
+        default_factory=lambda: scorer_names(word=False), nargs="+",
+        help=f"from {', '.join(scorer_names())} (default: all registered)",
     )  # fmt: skip
     preset: str | None = option(
         None, choices=sorted(PRESETS),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._grids import scorer_names
 from ._store import ResultStore
 
 __all__ = ["summary"]
@@ -76,7 +77,7 @@ def summary(store: ResultStore, setting: str | None = None, datasets=None, kerne
 def _axes(res: dict):
     datasets = sorted({k[0] for k in res})
     kernels = _order({k[1] for k in res}, _KERNEL_ORDER)
-    scorers = _order({k[2] for k in res}, _SCORER_ORDER)
+    scorers = _order({k[2] for k in res}, scorer_names(word=False))  # the registry's order
     return datasets, kernels, scorers
 
 
@@ -85,7 +86,6 @@ _KERNEL_ORDER = [
     "trunc_sig_linear", "trunc_sig_rbf", "trunc_sig_linear_order1", "trunc_sig_rbf_order1",
     "pde_sig_rbf", "pde_sig_linear", "rand_sig_tanh",
 ]  # fmt: skip
-_SCORER_ORDER = ["conformance", "mahalanobis", "sse", "sosrep", "knn", "mean_embedding", "ocsvm"]
 
 
 def _order(names, order):

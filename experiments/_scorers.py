@@ -1,14 +1,17 @@
 """The adapter layer between the experiments and the ``novelty`` scorers.
 
 The scorers are those of ``novelty.scorer_registry()`` (one :class:`novelty.GramScorer`
-class per name; its tags ``sweep_axis`` and ``rank_param`` say which hyper-parameter axis
-and whether a rank axis the CV sweeps). Every scorer maps the normalised Grams of one fold
+class per name, which declares everything read here: ``family``, ``description``, the tags
+``sweep_axis`` and ``rank_param`` and ``cli_grid``, the run-config key of the axis values
+the CV sweeps). A scorer registered with ``novelty.register_scorer`` is a CLI scorer too.
+Every scorer maps the normalised Grams of one fold
 (corpus x corpus, others x corpus, the others' diagonal) to a *normality* score array of
 shape (n_axis, n_rank, n_others), higher = more normal, for every value of its axis (alpha,
 lambda) and every rank at once (``sweep``). Scorers of one family share one fit: conformance
 and Mahalanobis share the eigendecomposition of the centred corpus Gram (the fitted
 ``VarianceNorm`` engine of the first, scoring both), SSE decomposes K / n once for every
-lambda. A scorer missing from the registry is reported as unavailable and skipped.
+lambda; a "baseline" scorer (the default family, what the CLI word "baselines" expands to)
+is fitted on its own.
 
 Distances d are turned into scores by 1 / (d + 1e-3) (protocol section 4); the other
 scorers' novelty scores by a sign change (SOSREP: its log-density).
@@ -18,17 +21,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 __all__ = [
-    "ScorerSpec",
-    "SCORERS",
-    "BASELINES",
     "RANK_RULES",
-    "available_scorers",
+    "baseline_names",
     "expand_scorers",
     "pad_rank_metrics",
     "rank_rule",
@@ -37,88 +36,44 @@ __all__ = [
 
 DIST_EPS = 1e-3
 
-#: The run config's values of each sweep axis (the registry's ``sweep_axis`` tag).
-AXIS_VALUES = {"alpha": "alphas", "lam": "sse_lams"}
-
-
 def _registry() -> dict:
-    """``novelty.scorer_registry()`` as a dict ({} when novelty cannot be imported)."""
-    try:
-        import novelty
-    except ImportError:
-        return {}
+    """``novelty.scorer_registry()`` as a dict (name -> class)."""
+    import novelty
+
     return dict(novelty.scorer_registry())
 
 
-@dataclass(frozen=True)
-class ScorerSpec:
-    """How the experiments use a registered scorer: its family (scorers of a family share one
-    fit) and a description; availability = registered in ``novelty.scorer_registry()``."""
-
-    name: str
-    family: str
-    description: str
-
-    def available(self) -> bool:
-        return self.name in _registry()
-
-
-SCORERS: dict[str, ScorerSpec] = {
-    "conformance": ScorerSpec(
-        "conformance", "variance_norm", "distance to the nearest corpus point in the variance norm",
-    ),
-    "mahalanobis": ScorerSpec(
-        "mahalanobis", "variance_norm", "kernelised Mahalanobis distance to the corpus mean",
-    ),
-    "sse": ScorerSpec("sse", "sse", "spectral support estimation, Tikhonov filter (1 - F_n)"),
-    "sosrep": ScorerSpec("sosrep", "sosrep", "SOSREP density f(x)^2 in the kernel's RKHS"),
-}  # fmt: skip
-
-#: The baseline scorers (expanded from "baselines" when registered).
-BASELINES: dict[str, ScorerSpec] = {
-    "knn": ScorerSpec("knn", "baseline", "feature-space distance to the nearest corpus point"),
-    "mean_embedding": ScorerSpec("mean_embedding", "baseline", "RKHS distance to the mean"),
-    "ocsvm": ScorerSpec("ocsvm", "baseline", "one-class SVM, nu = 0.1"),
-}  # fmt: skip
-
-
-def available_scorers() -> dict[str, bool]:
-    """{scorer name: registered in ``novelty.scorer_registry()`` now}."""
-    registered = _registry()
-    return {name: name in registered for name in [*SCORERS, *BASELINES]}
+def baseline_names() -> list[str]:
+    """The registered scorers of the "baseline" family (the CLI word "baselines")."""
+    return [name for name, cls in _registry().items() if cls.family == "baseline"]
 
 
 def expand_scorers(names: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(usable scorer names in a fixed order, messages about skipped ones)."""
+    """(usable scorer names in the order given, "baselines" expanded to
+    :func:`baseline_names`; messages about skipped ones). An unknown name raises ValueError."""
     registered = _registry()
     usable, messages = [], []
     for name in names:
         if name == "baselines":
-            found = [b for b in BASELINES if b in registered]
+            found = baseline_names()
             if not found:
-                messages.append("scorer 'baselines': no baseline scorer in `novelty` yet, skipped")
+                messages.append("scorer 'baselines': no baseline scorer registered, skipped")
             usable += [b for b in found if b not in usable]
             continue
-        if name in BASELINES:
-            if name in registered and name not in usable:
-                usable.append(name)
-            continue
-        if name not in SCORERS:
-            raise ValueError(
-                f"unknown scorer {name!r}; choose from {', '.join(list(SCORERS) + ['baselines'])}"
-            )
         if name not in registered:
-            messages.append(f"scorer {name!r}: not in `novelty.scorer_registry()`, skipped")
-        elif name not in usable:
+            raise ValueError(
+                f"unknown scorer {name!r}; choose from {', '.join([*registered, 'baselines'])}"
+            )
+        if name not in usable:
             usable.append(name)
     return usable, messages
 
 
 def scorer_axis(name: str, config: dict) -> list[float]:
-    """The hyper-parameter axis values of scorer ``name`` under the run ``config`` (the
-    registered class's ``sweep_axis``; [0.0] for a scorer without one)."""
-    axis = _registry()[name].sweep_axis
-    return [0.0] if axis is None else list(config[AXIS_VALUES[axis]])
+    """The hyper-parameter axis values of scorer ``name`` under the run ``config`` (the values
+    under the registered class's ``cli_grid`` key; [0.0] for a scorer without one)."""
+    key = _registry()[name].cli_grid
+    return [0.0] if key is None else list(config[key])
 
 
 def n_ranks(name: str, config: dict) -> int:
@@ -172,11 +127,12 @@ def _variance_norm(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarr
     """One fit of the first scorer's class; its ``VarianceNorm`` engine (one
     eigendecomposition of the centred corpus Gram) scores both, every alpha and every rank
     1..M by cumulative sums."""
-    first = _registry()[names[0]](threshold=config["threshold"], max_rank=config["max_rank"])
+    registered = _registry()
+    first = registered[names[0]](threshold=config["threshold"], max_rank=config["max_rank"])
     vn = first.fit(Kcc).variance_norm_
     out = {}
     for name in names:
-        method = vn.conformance if name == "conformance" else vn.mahalanobis
+        method = vn.conformance if registered[name]._conformance else vn.mahalanobis
         dist = method(Koc, list(config["alphas"]), rank="all")  # (n_alpha, M, n)
         if pad:
             dist = _pad_ranks(dist, config["max_rank"])
@@ -187,24 +143,28 @@ def _variance_norm(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarr
 def _sse(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarray]:
     """Tikhonov SSE for every lambda from one eigendecomposition of K / n (``sweep``)."""
     lams = list(config["sse_lams"])
-    sse = _registry()["sse"](filter="tikhonov", lam=lams[0]).fit(Kcc)
-    return {"sse": -np.asarray(sse.sweep(Koc, d_o, lams), dtype=np.float64)}
+    registered, out = _registry(), {}
+    for name in names:
+        sse = registered[name](filter="tikhonov", lam=lams[0]).fit(Kcc)
+        out[name] = -np.asarray(sse.sweep(Koc, d_o, lams), dtype=np.float64)
+    return out
 
 
 def _sosrep(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarray]:
+    (name,) = names  # one SOSREP scorer
     with warnings.catch_warnings():
         # a Gram with negative entries (e.g. the normalised linear kernel) only warns; the
         # solver then either converges or raises, and a fit that did not converge is recorded
         # as this candidate's failure instead of being scored
         warnings.filterwarnings("ignore", message="the corpus Gram has negative entries")
         warnings.filterwarnings("ignore", message="SOSREP did not converge")
-        scorer = _registry()["sosrep"](seed=config["seed"]).fit(Kcc)
+        scorer = _registry()[name](seed=config["seed"]).fit(Kcc)
     if not scorer.converged_:
         raise FloatingPointError(
             f"SOSREP did not converge in {scorer.n_iter_} steps (residual {scorer.residual_:.2e})"
         )
     s = torch.as_tensor(scorer.log_density(Koc)).reshape(-1)  # log f(x)^2, -inf allowed
-    return {"sosrep": s[None, None, :].cpu().numpy()}
+    return {name: s[None, None, :].cpu().numpy()}
 
 
 def _baseline(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarray]:
@@ -239,9 +199,15 @@ def score_fold(
     (``n_rank`` = :func:`n_ranks`). ``pad=False``: the variance-norm scores stop at rank M
     (n_rank = M); the CV pads the *metrics* instead, by the run's rank rule
     (:func:`pad_rank_metrics`)."""
+    registered = _registry()
     by_family: dict[str, list[str]] = {}
     for name in names:
-        family = SCORERS[name].family if name in SCORERS else "baseline"
+        family = registered[name].family
+        if family not in FAMILIES:
+            raise ValueError(
+                f"scorer {name!r} declares family {family!r}; the experiments know "
+                f"{', '.join(FAMILIES)}"
+            )
         by_family.setdefault(family, []).append(name)
     out, failed = {}, {}
     for family, members in by_family.items():

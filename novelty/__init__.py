@@ -3,10 +3,11 @@
 Owns: the Gram-level scorers (one contract, :class:`GramScorer`: ``fit(K)``,
 ``score(K_test, diag_test)`` higher = more novel, ``sweep`` over a hyper-parameter axis and
 ranks) and their registry (:func:`scorer_registry`, name -> class, read by the detector, the
-experiments and the tests), the input boundary of the detector (``as_series_collection``),
-``KernelNoveltyDetector`` with its default recipe, label-free selection (synthetic anomalies)
-and conformal calibration, the sktime and aeon adapters and the score plot. May import
-``tskernels`` and ``density`` (the SOSREP scorer uses its solver); never ``experiments``.
+experiments and the tests; :func:`register_scorer` adds one's own), the input boundary of
+the detector (``as_series_collection``), ``KernelNoveltyDetector`` with its default recipe,
+label-free selection (synthetic anomalies) and conformal calibration, the sktime and aeon
+adapters and the score plot. May import ``tskernels`` and ``density`` (the SOSREP scorer uses
+its solver); never ``experiments``.
 
 Every public name is imported on first use (PEP 562: ``from novelty import X`` and
 ``novelty.X`` work as usual, ``dir(novelty)`` lists them), so ``import novelty`` imports
@@ -26,6 +27,9 @@ _EXPORTS = {
     "KernelNoveltyDetector": "_detector",
     "GramScorer": "_gram_scorer",
     "scorer_registry": "_scorer_registry",
+    "register_scorer": "_scorer_registry",
+    "unregister_scorer": "_scorer_registry",
+    "FeatureScorer": "_feature_scorers",
     "as_series_collection": "_layouts",
     "single_series_hint": "_layouts",
     "interpolate_missing": "_missing",
@@ -55,6 +59,7 @@ __all__ = [
     "Explanation",
     "FeatureKNN",
     "FeatureMeanEmbedding",
+    "FeatureScorer",
     "FeatureSpectralSupport",
     "FeatureVarianceNorm",
     "GramScorer",
@@ -74,10 +79,12 @@ __all__ = [
     "interpolate_missing",
     "plot_explanation",
     "plot_scores",
+    "register_scorer",
     "scorer_registry",
     "score_in_partitions",
     "single_series_hint",
     "sktime_kernels",
+    "unregister_scorer",
 ]
 
 
@@ -86,7 +93,8 @@ def __getattr__(name: str):
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # resolved once
+    if name != "SCORERS":  # SCORERS is read afresh: a scorer registered later is in it
+        globals()[name] = value  # resolved once
     return value
 
 

@@ -46,28 +46,25 @@ from ._approximation import (
     _subset,
     make_feature_map,
 )
-from ._feature_scorers import (
-    FeatureKNN,
-    FeatureMeanEmbedding,
-    FeatureSpectralSupport,
-    FeatureVarianceNorm,
-)
+from ._gram_scorer import GramScorer
 from ._members import (
-    CALIBRATION_FOLDS,
-    LOO_MAX,
     Member,
     duplicate_groups,
     first_occurrences,
+    scorer_class,
+    scorer_params,
 )
+from ._scorer_registry import scorer_registry
 
-__all__ = ["ApproximateMember", "check_approximation", "make_member", "FEATURE_SCORERS"]
+__all__ = ["ApproximateMember", "check_approximation", "feature_scorers", "make_member"]
 
 #: At most this many corpus series are held out for the calibration scores.
 CALIBRATION_MAX = 1000
 #: Series mapped and scored at a time by ``novelty``.
 SCORE_BATCH = 8192
-#: The scorers available on features.
-FEATURE_SCORERS = ("conformance", "mahalanobis", "sse", "knn", "mean_embedding")
+def feature_scorers() -> tuple[str, ...]:
+    """The registered scorers available on features (their ``feature_form`` is not None)."""
+    return tuple(n for n, cls in scorer_registry().items() if cls.feature_form is not None)
 
 
 def check_approximation(approximation, n_components, landmarks) -> None:
@@ -87,34 +84,31 @@ def make_member(spec, approximation, n_components, landmarks, seed, n_corpus):
     :class:`ApproximateMember`."""
     if approximation is None or n_corpus <= n_components:
         return Member(spec)
-    if spec.scorer not in FEATURE_SCORERS:
+    if scorer_class(spec.scorer).feature_form is None:
         raise ValueError(
-            f"scorer={spec.scorer!r} has no feature-space version; with approximation="
-            f"{approximation!r} use one of {FEATURE_SCORERS}"
+            f"scorer={spec.scorer!r} has no feature-space version (its feature_form is None); "
+            f"with approximation={approximation!r} use one of {feature_scorers()}"
         )
     return ApproximateMember(spec, approximation, n_components, landmarks, seed)
 
 
 def make_feature_scorer(spec, n_corpus: int | None = None):
-    params = dict(spec.scorer_params or {})
-    if spec.scorer in ("conformance", "mahalanobis"):
-        if spec.rank is not None:
-            params["max_rank"] = int(spec.rank)
-        return FeatureVarianceNorm(**params)
-    if spec.scorer == "knn":
-        if n_corpus is not None and params.get("n_neighbors", 1) > n_corpus:
-            params["n_neighbors"] = n_corpus
-        return FeatureKNN(**params)
-    return {"sse": FeatureSpectralSupport, "mean_embedding": FeatureMeanEmbedding}[spec.scorer](
-        **params
-    )
+    """The unfitted feature form of the spec's scorer (its class's ``feature_form``) with the
+    parameters the exact scorer would get (:func:`novelty._members.scorer_params`, or an
+    instance's own), adapted to a corpus of ``n_corpus`` vectors when given."""
+    cls = scorer_class(spec.scorer)
+    if isinstance(spec.scorer, GramScorer):
+        params = spec.scorer.get_params(deep=False)
+    else:
+        params = scorer_params(spec, cls)
+    scorer = cls.feature_form(**params)
+    if n_corpus is not None:
+        scorer.limit_to_corpus(n_corpus)
+    return scorer
 
 
 def feature_novelty(spec, scorer, Phi: torch.Tensor, diag: torch.Tensor) -> torch.Tensor:
-    if spec.scorer == "conformance":
-        return scorer.conformance(Phi, float(spec.alpha))
-    if spec.scorer == "mahalanobis":
-        return scorer.mahalanobis(Phi, float(spec.alpha))
+    """The fitted feature scorer's novelty (higher = more novel), Tensor (n,)."""
     return scorer.score(Phi, diag)
 
 
@@ -179,33 +173,11 @@ class ApproximateMember(Member):
         auto = spec.name != ""
         self.scorer_ = make_feature_scorer(spec, N if auto else None).fit(Phi, diag)
         self.calibration_indices_ = H
-        self.calibration_ = self._held_out(Phi, diag, H, auto, groups)
+        self.calibration_ = self.scorer_.held_out_scores(
+            Phi, diag, H, groups, make=lambda n: make_feature_scorer(spec, n if auto else None)
+        )
         self.update_state_ = {"raw": X}  # update(X_new, refit=True) refits on the union
         return self
-
-    def _held_out(self, Phi, diag, H: np.ndarray, auto: bool, groups=None) -> np.ndarray:
-        spec = self.spec
-        if spec.scorer == "knn":
-            return self.scorer_.leave_one_out(torch.from_numpy(H), groups).numpy()
-        out = np.empty(H.size)
-        if H.size <= LOO_MAX:
-            folds = [np.array([i]) for i in range(H.size)]
-        else:
-            folds = np.array_split(np.arange(H.size), CALIBRATION_FOLDS)  # H is random already
-        keep = torch.ones(Phi.shape[0], dtype=torch.bool)
-        for f in folds:
-            rows = torch.from_numpy(H[f])
-            # the fold's series and, with copies, every row of their groups
-            if groups is None:
-                out_rows = rows
-            else:
-                out_rows = torch.from_numpy(np.flatnonzero(np.isin(groups, groups[H[f]])))
-            keep[out_rows] = False
-            scorer = make_feature_scorer(spec, int(keep.sum()) if auto else None)
-            scorer.fit(Phi[keep], diag[keep])
-            out[f] = feature_novelty(spec, scorer, Phi[rows], diag[rows]).numpy()
-            keep[out_rows] = True
-        return out
 
     def grams(self, X):
         raise NotImplementedError(

@@ -20,10 +20,18 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from ._gram_scorer import GramScorer, Interval, StrOptions
+from ._gram_scorer import GramScorer, Interval, StrOptions, validate_params
+from ._scorer_registry import deferred_class
 from ._validation import check_psd, pow2_scale
 
-__all__ = ["KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer", "squared_feature_distances"]
+__all__ = [
+    "KNNScorer",
+    "MeanEmbeddingScorer",
+    "OCSVMScorer",
+    "aggregate_nearest",
+    "knn_leave_one_out",
+    "squared_feature_distances",
+]
 
 
 class KNNScorer(GramScorer):
@@ -48,10 +56,31 @@ class KNNScorer(GramScorer):
         "aggregate": [StrOptions({"kth", "mean"})],
     }
     min_corpus = 1  # a distance to one series is a score
+    name = "knn"
+    description = "feature-space distance to the nearest corpus point"
+    feature_form = deferred_class("novelty._feature_scorers:FeatureKNN")
 
     def __init__(self, n_neighbors: int = 1, *, aggregate: str = "kth"):
         self.n_neighbors = n_neighbors
         self.aggregate = aggregate
+
+    def held_out_scores(self, K, diag, groups=None, *, models=None, progress=None) -> np.ndarray:
+        """Exact leave-one-out (:func:`knn_leave_one_out`, no refit; ``models`` stays empty)
+        on two or more series; the refits of the base class on one."""
+        if K.shape[0] >= 2:
+            return knn_leave_one_out(self, K, diag, groups)
+        return super().held_out_scores(K, diag, groups, models=models, progress=progress)
+
+    @classmethod
+    def held_out_steps(cls, n: int) -> int:
+        return 0  # read off the Gram, no refit
+
+    def limit_to_corpus(self, n_corpus: int) -> None:
+        """k lowered to ``n_corpus`` when above it (a valid integer k only: a bad one is left
+        for ``fit`` to report)."""
+        k = self.n_neighbors
+        if not isinstance(k, bool) and isinstance(k, (int, np.integer)) and k > n_corpus:
+            self.set_params(n_neighbors=n_corpus)
 
     def _check_neighbors(self, n_corpus: int) -> int:
         k = int(self.n_neighbors)
@@ -90,7 +119,7 @@ def squared_feature_distances(
     k(x_j, x_j) (m,). Values below 0 by rounding (down to -1e-8 x ``scale``, by default
     max |k(y_i, y_i)| + 1) are set to 0; a clearly negative one raises
     (:func:`check_squared_distances`). The one definition behind the kNN scorer and its exact
-    leave-one-out (:func:`novelty._members._knn_leave_one_out`)."""
+    leave-one-out (:func:`knn_leave_one_out`)."""
     d2 = diag_rows[:, None] + diag_cols[None, :] - 2.0 * K
     if scale is None:
         scale = float(diag_rows.abs().max()) + 1.0 if diag_rows.numel() else 1.0
@@ -117,6 +146,56 @@ def _sqrt_of_squared_distance(d2: torch.Tensor, scale: float) -> torch.Tensor:
     return torch.sqrt(d2.clamp_min(0.0))
 
 
+def knn_leave_one_out(
+    scorer: KNNScorer, K: torch.Tensor, diag: torch.Tensor, groups: np.ndarray | None = None
+) -> np.ndarray:
+    r"""kNN novelty of each corpus series against the other N - 1 (exact leave-one-out):
+    the feature-space distances :math:`\sqrt{k(x,x) + k(y,y) - 2k(x,y)}` with the series
+    itself left out, aggregated as the (unfitted) ``scorer`` does (k-th nearest, or mean of the
+    k nearest). With duplicate ``groups``, every copy of the series is left out too (its
+    distances are +inf like the diagonal), and a series with r copies in all is scored against
+    the other N - r with k lowered to at most N - r."""
+    validate_params(scorer)
+    n = K.shape[0]
+    k = min(int(scorer.n_neighbors), n - 1)
+    aggregate = scorer.aggregate
+    d2 = squared_feature_distances(K, diag, diag)  # checked, rounding clamped at 0
+    if groups is not None:
+        return knn_leave_group_out(scorer, d2, groups)
+    d2.fill_diagonal_(float("inf"))
+    nearest = torch.topk(d2, k, dim=1, largest=False).values.sqrt()
+    out = nearest[:, -1] if aggregate == "kth" else nearest.mean(dim=1)
+    return out.cpu().numpy()
+
+
+def knn_leave_group_out(scorer: KNNScorer, d2: torch.Tensor, groups: np.ndarray) -> np.ndarray:
+    """:func:`knn_leave_one_out` with every copy of a series left out: ``d2`` the squared
+    corpus distances, ``groups`` the duplicate groups
+    (:func:`novelty._members.duplicate_groups`)."""
+    n = d2.shape[0]
+    g = torch.as_tensor(np.asarray(groups), dtype=torch.long, device=d2.device)
+    d2 = d2.masked_fill(g[:, None] == g[None, :], float("inf"))  # the diagonal included
+    available = n - torch.bincount(g)[g]  # series left to score against, per row
+    if int(available.min()) < 1:
+        raise ValueError("every corpus series is a copy of one series: nothing to hold out")
+    k_row = available.clamp_max(int(scorer.n_neighbors))
+    nearest = torch.topk(d2, int(k_row.max()), dim=1, largest=False).values.sqrt()
+    return aggregate_nearest(nearest, k_row, scorer.aggregate)
+
+
+def aggregate_nearest(nearest: torch.Tensor, k_row: torch.Tensor, aggregate: str) -> np.ndarray:
+    """kNN novelty per row from its ascending nearest distances ``nearest`` (n, >= max k) with
+    a row's own k in ``k_row`` (n,): the k-th distance ("kth") or the mean of the k nearest."""
+    if aggregate == "kth":
+        out = nearest.gather(1, (k_row - 1)[:, None])[:, 0]
+    else:
+        cols = torch.arange(nearest.shape[1], device=nearest.device)
+        inside = cols[None, :] < k_row[:, None]
+        zero = torch.zeros((), dtype=nearest.dtype, device=nearest.device)
+        out = torch.where(inside, nearest, zero).sum(dim=1) / k_row.to(nearest.dtype)
+    return out.cpu().numpy()
+
+
 class MeanEmbeddingScorer(GramScorer):
     r"""RKHS distance to the corpus mean embedding :math:`\mu = \tfrac1N \sum_i \phi(x_i)`,
 
@@ -126,6 +205,9 @@ class MeanEmbeddingScorer(GramScorer):
     (the corpus Gram must be positive semi-definite: the distance is undefined otherwise)."""
 
     _parameter_constraints = {}
+    name = "mean_embedding"
+    description = "RKHS distance to the mean"
+    feature_form = deferred_class("novelty._feature_scorers:FeatureMeanEmbedding")
 
     def _fit(self, K: torch.Tensor) -> None:
         check_psd(K, "K_corpus", type(self).__name__)
@@ -151,6 +233,9 @@ class OCSVMScorer(GramScorer):
 
     _parameter_constraints = {"nu": [Interval(Real, 0, 1, closed="right")]}
     requires_diag = False
+    name = "ocsvm"
+    description = "one-class SVM, nu = 0.1"
+    feature_form = None  # approximation= not supported
 
     def __init__(self, nu: float = 0.1):
         self.nu = nu

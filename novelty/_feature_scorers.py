@@ -40,13 +40,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ._folds import LOO_MAX, fold_units
 from ._spectral_support import DIAG_TOL, FILTERS, _iterations, spectral_filter
 from ._validation import check_alphas, check_int, check_positive
 from ._variance_norm import _eigh_descending, kept_rank
 
 __all__ = [
+    "FeatureConformance",
     "FeatureKNN",
+    "FeatureMahalanobis",
     "FeatureMeanEmbedding",
+    "FeatureScorer",
     "FeatureSpectralSupport",
     "FeatureVarianceNorm",
     "nearest_squared_distances",
@@ -168,7 +172,51 @@ def nearest_squared_distances(
     return vals, idx
 
 
-class _FeatureScorer:
+class FeatureScorer:
+    r"""The contract of the scorers on explicit feature vectors (the ``feature_form`` of a
+    :class:`~novelty._gram_scorer.GramScorer`, used under ``approximation=``):
+
+    - ``__init__`` takes the constructor parameters of its Gram scorer (it may add its own);
+    - ``fit(Phi, diag)``: ``Phi`` (N, M) corpus features, ``diag`` (N,) the exact
+      :math:`k(x, x)`; returns ``self``;
+    - ``score(Phi_test, diag_test)``: Tensor (n_test,), higher = more novel, equal to the Gram
+      scorer's score with :math:`K = \Phi\Phi^\top` (up to the residuals, module docstring);
+    - ``held_out_scores(Phi, diag, rows, groups, make=...)``: the calibration scores of the
+      corpus rows ``rows`` (refits without them by default, :meth:`held_out_scores`);
+    - ``limit_to_corpus(n)``: adapt the parameters to a corpus of n vectors (default: none).
+    """
+
+    def fit(self, Phi, diag=None) -> FeatureScorer:
+        raise NotImplementedError(f"{type(self).__name__} does not implement fit")
+
+    def score(self, Phi_test, diag_test) -> torch.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} does not implement score")
+
+    def limit_to_corpus(self, n_corpus: int) -> None:
+        """Adapt the parameters to a corpus of ``n_corpus`` vectors (default: nothing)."""
+
+    def held_out_scores(self, Phi, diag, rows, groups=None, *, make) -> np.ndarray:
+        """Scores of the corpus rows ``rows`` (n_held,), each by a scorer fitted without it,
+        array (n_held,). Folds: :func:`novelty._folds.fold_units` over ``rows`` as given (they
+        are in random order already: leave-one-out up to ``LOO_MAX``, else consecutive folds);
+        with duplicate ``groups`` (one id per corpus row), every row of a fold's groups is
+        left out of its refit. ``make(n_train)`` returns the unfitted scorer of a refit."""
+        rows = np.asarray(rows)
+        out = np.empty(rows.size)
+        keep = torch.ones(Phi.shape[0], dtype=torch.bool)
+        for f in fold_units(rows.size, LOO_MAX, shuffle=False):
+            test = torch.from_numpy(rows[f])
+            # the fold's series and, with copies, every row of their groups
+            if groups is None:
+                out_rows = test
+            else:
+                out_rows = torch.from_numpy(np.flatnonzero(np.isin(groups, groups[rows[f]])))
+            keep[out_rows] = False
+            scorer = make(int(keep.sum())).fit(Phi[keep], diag[keep])
+            out[f] = scorer.score(Phi[test], diag[test]).numpy()
+            keep[out_rows] = True
+        return out
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_features_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit first")
@@ -178,7 +226,7 @@ class _FeatureScorer:
         return _as_features(Phi_test, name, self.n_features_)
 
 
-class FeatureVarianceNorm(_FeatureScorer):
+class FeatureVarianceNorm(FeatureScorer):
     """:class:`novelty.VarianceNorm` on feature vectors (module docstring).
 
     Parameters and methods as :class:`novelty.VarianceNorm`, with feature matrices in place of
@@ -259,7 +307,33 @@ class FeatureVarianceNorm(_FeatureScorer):
         return f"FeatureVarianceNorm(threshold={self.threshold!r}, max_rank={self.max_rank!r})"
 
 
-class FeatureSpectralSupport(_FeatureScorer):
+class FeatureMahalanobis(FeatureVarianceNorm):
+    """The feature form of :class:`novelty.MahalanobisScorer` (its parameters):
+    ``score(Phi_test, diag_test)`` = ``mahalanobis(Phi_test, alpha)`` (``diag_test`` unused)."""
+
+    def __init__(self, alpha: float = 1e-2, *, threshold: float = 1e-10, max_rank=50):
+        super().__init__(threshold=threshold, max_rank=max_rank)
+        self.alpha = alpha
+
+    def score(self, Phi_test, diag_test=None) -> torch.Tensor:
+        return self.mahalanobis(Phi_test, self.alpha)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(alpha={self.alpha!r}, threshold={self.threshold!r}, "
+            f"max_rank={self.max_rank!r})"
+        )
+
+
+class FeatureConformance(FeatureMahalanobis):
+    """The feature form of :class:`novelty.ConformanceScorer` (its parameters):
+    ``score(Phi_test, diag_test)`` = ``conformance(Phi_test, alpha)``."""
+
+    def score(self, Phi_test, diag_test=None) -> torch.Tensor:
+        return self.conformance(Phi_test, self.alpha)
+
+
+class FeatureSpectralSupport(FeatureScorer):
     """:class:`novelty.SpectralSupport` on feature vectors of a normalised kernel;
     ``score(Phi_test, k_test_diag)`` = 1 - F_n(x) (module docstring)."""
 
@@ -319,7 +393,7 @@ def _check_unit(diag: torch.Tensor, name: str) -> None:
         )
 
 
-class FeatureKNN(_FeatureScorer):
+class FeatureKNN(FeatureScorer):
     """:class:`novelty.KNNScorer` on feature vectors: distance to the k-th nearest corpus
     vector (or the mean over the k nearest), ``distance`` "kernel" (default, exact diagonal)
     or "feature" (module docstring)."""
@@ -353,6 +427,16 @@ class FeatureKNN(_FeatureScorer):
         self.residual_ = _residual(Phi, d, "Phi")
         self.n_corpus_, self.n_features_ = Phi.shape
         return self
+
+    def limit_to_corpus(self, n_corpus: int) -> None:
+        """k lowered to ``n_corpus`` when above it (a bad k is left for ``fit`` to report)."""
+        k = self.n_neighbors
+        if not isinstance(k, bool) and isinstance(k, (int, np.integer)) and k > n_corpus:
+            self.n_neighbors = n_corpus
+
+    def held_out_scores(self, Phi, diag, rows, groups=None, *, make=None) -> np.ndarray:
+        """Exact leave-one-out of the fitted scorer (:meth:`leave_one_out`), no refit."""
+        return self.leave_one_out(torch.from_numpy(np.asarray(rows)), groups).numpy()
 
     def _aggregate(self, d2: torch.Tensor) -> torch.Tensor:
         dist = torch.sqrt(d2.clamp_min(0.0))
@@ -400,7 +484,7 @@ class FeatureKNN(_FeatureScorer):
         )
 
 
-class FeatureMeanEmbedding(_FeatureScorer):
+class FeatureMeanEmbedding(FeatureScorer):
     r""":class:`novelty.MeanEmbeddingScorer` on feature vectors:
     :math:`\sqrt{k(y,y) - 2\Phi(y)^\top\bar\Phi + \|\bar\Phi\|^2}`."""
 

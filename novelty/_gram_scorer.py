@@ -31,7 +31,7 @@ from typing import ClassVar
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
@@ -43,6 +43,7 @@ from ._constraints import (  # re-exported: the scorer modules declare with thes
     validate_parameter_constraints,
     validate_params,
 )
+from ._folds import LOO_MAX, calibration_folds, fold_units
 from ._validation import check_corpus_gram, check_cross_gram, check_test_diag
 
 __all__ = [
@@ -83,6 +84,24 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
     tensor (n_test,), higher = more novel), declare ``_parameter_constraints`` and their tags,
     and, when ``sweep_axis`` is set, implement ``_sweep``.
 
+    The definition of a scorer (class attributes and methods, read by the registry, the
+    detector, ``approximation=`` and the experiments; :mod:`novelty._scorer_registry`)
+    ---------------------------------------------------------------------------------------
+    name : str, the registry name (``KernelNoveltyDetector(scorer=name)``, ``--scorers name``).
+    family : str, the experiments' shared fit (:mod:`experiments._scorers`): "variance_norm",
+        "sse", "sosrep", or "baseline" (each scorer fitted on its own; the default, and what
+        the CLI word "baselines" expands to).
+    description : str, one line (``python -m experiments list --check``).
+    feature_form : the class scoring on explicit features (:mod:`novelty._feature_scorers`,
+        a :class:`~novelty._feature_scorers.FeatureScorer` taking this class's constructor
+        parameters), or None: ``approximation=`` is not supported.
+    cli_grid : str or None, the key of the experiments' run config holding the values that
+        the CV sweeps along ``sweep_axis`` ("alphas", "sse_lams"); None without an axis.
+    held_out_scores(K, diag, groups) : held-out scores of the corpus (the calibration), by
+        refits on the folds of :mod:`novelty._folds` (``held_out_steps(n)`` of them); kNN
+        overrides both with its exact leave-one-out.
+    limit_to_corpus(n) : adapt the parameters to a corpus of n series (kNN lowers k).
+
     Tags (class attributes)
     -----------------------
     sweep_axis : str or None, the constructor parameter that ``sweep`` varies ("alpha", "lam").
@@ -95,6 +114,11 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
     """
 
     _parameter_constraints: ClassVar[dict] = {}
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = "baseline"
+    description: ClassVar[str] = ""
+    feature_form: ClassVar[type | None] = None
+    cli_grid: ClassVar[str | None] = None
     sweep_axis: ClassVar[str | None] = None
     rank_param: ClassVar[str | None] = None
     requires_diag: ClassVar[bool] = True
@@ -153,6 +177,35 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
                     caller_name=f"{type(self).__name__}.sweep",
                 )
         return as_numpy(self._sweep(Kt, dt, values, ranks))
+
+    def held_out_scores(
+        self, K, diag, groups: np.ndarray | None = None, *, models: list | None = None,
+        progress=None,
+    ) -> np.ndarray:
+        """Novelty of every corpus point by a refit without it, array (N,): for each fold of
+        :func:`novelty._folds.calibration_folds` (``LOO_MAX``; with duplicate ``groups``, every
+        copy in the same fold) a clone of this unfitted scorer is fitted on ``K`` [train,
+        train] and scores ``K`` [test, train] with ``diag`` [test]. ``models`` receives each
+        refit as (training rows, fitted scorer); ``progress()`` is called after each."""
+        n = K.shape[0]
+        out = np.empty(n)
+        for train, test in calibration_folds(n, LOO_MAX, groups):
+            tr, te = torch.from_numpy(train), torch.from_numpy(test)
+            scorer = clone(self).fit(K[tr][:, tr])
+            out[test] = scorer.score(K[te][:, tr], diag[te])
+            if progress is not None:
+                progress()
+            if models is not None:
+                models.append((tr, scorer))
+        return out
+
+    @classmethod
+    def held_out_steps(cls, n: int) -> int:
+        """The refits of :meth:`held_out_scores` on n distinct series (progress steps)."""
+        return len(fold_units(n, LOO_MAX))
+
+    def limit_to_corpus(self, n_corpus: int) -> None:
+        """Adapt the parameters to a corpus of ``n_corpus`` series (default: nothing)."""
 
     # ------------------------------------------------------------------ internals
     def _check_test(self, K_test, diag_test) -> tuple[torch.Tensor, torch.Tensor | None]:

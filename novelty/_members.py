@@ -51,14 +51,18 @@ from sklearn.base import clone
 from tskernels import Kernel, SeriesBatch
 from tskernels.validation import all_finite, resolve_dtype
 
-from ._baselines import KNNScorer, squared_feature_distances
+from ._baselines import aggregate_nearest  # noqa: F401 (read from here by novelty._update)
+from ._baselines import knn_leave_group_out as _knn_leave_group_out  # noqa: F401
+from ._baselines import knn_leave_one_out as _knn_leave_one_out  # noqa: F401
+from ._folds import CALIBRATION_FOLDS, LOO_MAX  # noqa: F401 (LOO_MAX: novelty._update)
+from ._folds import calibration_folds as _calibration_folds  # the one fold rule
 from ._gram_scorer import GramScorer
 from ._progress import step
-from ._scorer_registry import scorer_name, scorer_registry
+from ._scorer_registry import scorer_name, scorer_names, scorer_registry
 from ._variance_norm import ConformanceScorer
 
 __all__ = [
-    "SCORERS",
+    "SCORERS",  # noqa: F822 (module __getattr__: read afresh)
     "MemberSpec",
     "Member",
     "checked_batch",
@@ -68,12 +72,6 @@ __all__ = [
     "novelty",
 ]
 
-#: The scorer names of :func:`novelty.scorer_registry`, in its order.
-SCORERS = tuple(scorer_registry())
-#: Corpus sizes up to this use leave-one-out refits for the calibration scores, larger ones
-#: CALIBRATION_FOLDS folds (the kNN scorer is always exact leave-one-out).
-LOO_MAX = 50
-CALIBRATION_FOLDS = 10
 #: Corpus sizes up to this refit a corpus-fitted kernel leaving one series out, larger ones
 #: CALIBRATION_FOLDS folds.
 CROSS_FIT_LOO_MAX = 20
@@ -121,11 +119,41 @@ def preprocess_mode(preprocess) -> str | None:
     raise ValueError(f'`preprocess` must be True, False, "channel" or "step", got {preprocess!r}')
 
 
+def __getattr__(name: str):
+    if name == "SCORERS":  # read at each use: a scorer registered later is in it
+        return scorer_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def scorer_class(scorer) -> type[GramScorer]:
+    """The GramScorer class of a spec's ``scorer``: a registry name or an instance."""
+    if isinstance(scorer, GramScorer):
+        return type(scorer)
+    registry = scorer_registry()
+    if scorer not in registry:
+        raise ValueError(f"`scorer` must be one of {tuple(registry)}, got {scorer!r}")
+    return registry[scorer]
+
+
+def scorer_params(spec: MemberSpec, cls: type) -> dict:
+    """Constructor parameters of a scorer given by name: ``alpha`` and ``max_rank`` from the
+    spec's ``alpha`` and ``rank`` when ``cls`` declares them (``rank`` None: the class's
+    default), then ``scorer_params`` (which may override them)."""
+    params = {}
+    if "alpha" in cls._parameter_constraints:
+        params["alpha"] = float(spec.alpha)
+    if "max_rank" in cls._parameter_constraints and spec.rank is not None:
+        params["max_rank"] = int(spec.rank)
+    params.update(spec.scorer_params or {})
+    return params
+
+
 def make_scorer(spec: MemberSpec, n_corpus: int | None = None) -> GramScorer:
     """An unfitted GramScorer for ``spec``: a clone of an instance, or the registry's class
     built with ``scorer_params`` (for the variance-norm scorers, ``alpha`` and ``rank`` of the
-    spec give ``alpha`` and ``max_rank`` unless ``scorer_params`` sets them). A kNN
-    ``n_neighbors`` above the corpus size ``n_corpus`` (when given) is lowered to it."""
+    spec give ``alpha`` and ``max_rank`` unless ``scorer_params`` sets them,
+    :func:`scorer_params`). With a corpus size ``n_corpus``, the scorer's
+    ``limit_to_corpus(n_corpus)`` adapts it (kNN: ``n_neighbors`` at most N)."""
     if isinstance(spec.scorer, GramScorer):
         if spec.scorer_params:
             raise ValueError(
@@ -134,16 +162,8 @@ def make_scorer(spec: MemberSpec, n_corpus: int | None = None) -> GramScorer:
             )
         scorer = clone(spec.scorer)
     else:
-        registry = scorer_registry()
-        if spec.scorer not in registry:
-            raise ValueError(f"`scorer` must be one of {tuple(registry)}, got {spec.scorer!r}")
-        cls = registry[spec.scorer]
-        params = {}
-        if "alpha" in cls._parameter_constraints:
-            params["alpha"] = float(spec.alpha)
-        if "max_rank" in cls._parameter_constraints and spec.rank is not None:
-            params["max_rank"] = int(spec.rank)
-        params.update(spec.scorer_params or {})
+        cls = scorer_class(spec.scorer)
+        params = scorer_params(spec, cls)
         unknown = sorted(set(params) - set(cls._parameter_constraints))
         if unknown:
             raise ValueError(
@@ -152,23 +172,20 @@ def make_scorer(spec: MemberSpec, n_corpus: int | None = None) -> GramScorer:
                 f"{sorted(cls._parameter_constraints)}"
             )
         scorer = cls(**params)
-    if isinstance(scorer, KNNScorer) and n_corpus is not None:
-        k = scorer.n_neighbors
-        if not isinstance(k, bool) and isinstance(k, (int, np.integer)) and k > n_corpus:
-            scorer.set_params(n_neighbors=n_corpus)
+    if n_corpus is not None:
+        scorer.limit_to_corpus(n_corpus)
     return scorer
 
 
 def planned_steps(spec: MemberSpec, n: int) -> int:
     """Progress steps of fitting ``spec`` on ``n`` series (:mod:`novelty._progress`): the
-    kernel and its Gram, then one per calibration refit (none for kNN's exact leave-one-out)."""
+    kernel and its Gram, then one per calibration refit (the scorer class's
+    ``held_out_steps``: none for kNN's exact leave-one-out)."""
     if n <= 1:
         return 1
     if getattr(spec.kernel, "needs_fit", False) and n >= 3:
         return 1 + (n if n <= CROSS_FIT_LOO_MAX else CALIBRATION_FOLDS)
-    if isinstance(spec.scorer, KNNScorer) or spec.scorer == "knn":
-        return 1
-    return 1 + (n if n <= LOO_MAX else CALIBRATION_FOLDS)
+    return 1 + scorer_class(spec.scorer).held_out_steps(n)
 
 
 def novelty(spec: MemberSpec, scorer: GramScorer, Kt, diag) -> np.ndarray:
@@ -320,37 +337,6 @@ def fit_pipeline(spec: MemberSpec, X, preprocessors: dict | None = None) -> Fitt
     return FittedPipeline(preprocessor, kernel, Z, Zk, K, bool(spec.normalize))
 
 
-def _calibration_folds(n: int, loo_max: int, groups: np.ndarray | None = None):
-    """(train, test) index pairs: leave-one-out up to ``loo_max`` series, else
-    ``CALIBRATION_FOLDS`` seeded folds. With duplicate ``groups`` (:func:`duplicate_groups`)
-    the same rule on the groups: every copy of a series lies in the same test part."""
-    if groups is not None:
-        yield from _group_folds(n, loo_max, groups)
-        return
-    if n <= loo_max:
-        folds = [np.array([i]) for i in range(n)]
-    else:
-        folds = np.array_split(np.random.default_rng(0).permutation(n), CALIBRATION_FOLDS)
-    for test in folds:
-        yield np.setdiff1d(np.arange(n), test), test
-
-
-def _group_folds(n: int, loo_max: int, groups: np.ndarray):
-    """:func:`_calibration_folds` over the duplicate groups: leave-one-group-out up to
-    ``loo_max`` groups, else ``CALIBRATION_FOLDS`` seeded folds of groups (for groups
-    ``arange(n)``, the folds of the series themselves)."""
-    groups = np.asarray(groups)
-    n_groups = int(groups.max()) + 1
-    if n_groups <= loo_max:
-        folds = [np.array([g]) for g in range(n_groups)]
-    else:
-        perm = np.random.default_rng(0).permutation(n_groups)
-        folds = np.array_split(perm, CALIBRATION_FOLDS)
-    for units in folds:
-        test = np.flatnonzero(np.isin(groups, units))
-        yield np.setdiff1d(np.arange(n), test), test
-
-
 def duplicate_groups(X) -> np.ndarray | None:
     """Exact copies among the series of the checked collection ``X`` ((n, T, d) array, list of
     (T_i, d) arrays, or a SeriesBatch): group ids (n,), numbered in order of first occurrence,
@@ -407,21 +393,12 @@ def held_out_scores(
     models: list | None = None,
 ) -> np.ndarray:
     """Novelty of every corpus series by a scorer fitted without it (see the module doc); with
-    duplicate ``groups`` (:func:`duplicate_groups`), without any of its copies either. A
-    ``models`` list receives each refit as (training rows, fitted scorer)."""
-    n = K.shape[0]
-    template = make_scorer(spec)
-    if isinstance(template, KNNScorer) and n >= 2:
-        return _knn_leave_one_out(template, K, diag, groups)
-    out = np.empty(n)
-    for train, test in _calibration_folds(n, LOO_MAX, groups):
-        tr, te = torch.from_numpy(train), torch.from_numpy(test)
-        scorer = clone(template).fit(K[tr][:, tr])
-        out[test] = novelty(spec, scorer, K[te][:, tr], diag[te])
-        step(f"{spec.label()}: calibration")
-        if models is not None:
-            models.append((tr, scorer))
-    return out
+    duplicate ``groups`` (:func:`duplicate_groups`), without any of its copies either: the
+    scorer's own ``held_out_scores`` (refits on the folds of :mod:`novelty._folds`; kNN's exact
+    leave-one-out). A ``models`` list receives each refit as (training rows, fitted scorer)."""
+    return make_scorer(spec).held_out_scores(
+        K, diag, groups, models=models, progress=lambda: step(f"{spec.label()}: calibration")
+    )
 
 
 def cross_fitted_scores(spec: MemberSpec, Z, groups: np.ndarray | None = None) -> np.ndarray:
@@ -457,57 +434,6 @@ def _reusing_features(kernel):
     once; the Grams are bit for bit those computed afresh), else a no-op context."""
     reuse = getattr(kernel, "_reusing_features", None)
     return reuse() if callable(reuse) else contextlib.nullcontext()
-
-
-def _knn_leave_one_out(
-    scorer: KNNScorer, K: torch.Tensor, diag: torch.Tensor, groups: np.ndarray | None = None
-) -> np.ndarray:
-    r"""kNN novelty of each corpus series against the other N - 1 (exact leave-one-out):
-    the feature-space distances :math:`\sqrt{k(x,x) + k(y,y) - 2k(x,y)}` with the series
-    itself left out, aggregated as the (unfitted) ``scorer`` does (k-th nearest, or mean of the
-    k nearest). With duplicate ``groups``, every copy of the series is left out too (its
-    distances are +inf like the diagonal), and a series with r copies in all is scored against
-    the other N - r with k lowered to at most N - r."""
-    from ._gram_scorer import validate_params
-
-    validate_params(scorer)
-    n = K.shape[0]
-    k = min(int(scorer.n_neighbors), n - 1)
-    aggregate = scorer.aggregate
-    d2 = squared_feature_distances(K, diag, diag)  # checked, rounding clamped at 0
-    if groups is not None:
-        return _knn_leave_group_out(scorer, d2, groups)
-    d2.fill_diagonal_(float("inf"))
-    nearest = torch.topk(d2, k, dim=1, largest=False).values.sqrt()
-    out = nearest[:, -1] if aggregate == "kth" else nearest.mean(dim=1)
-    return out.cpu().numpy()
-
-
-def _knn_leave_group_out(scorer: KNNScorer, d2: torch.Tensor, groups: np.ndarray) -> np.ndarray:
-    """:func:`_knn_leave_one_out` with every copy of a series left out: ``d2`` the squared
-    corpus distances, ``groups`` the duplicate groups (:func:`duplicate_groups`)."""
-    n = d2.shape[0]
-    g = torch.as_tensor(np.asarray(groups), dtype=torch.long, device=d2.device)
-    d2 = d2.masked_fill(g[:, None] == g[None, :], float("inf"))  # the diagonal included
-    available = n - torch.bincount(g)[g]  # series left to score against, per row
-    if int(available.min()) < 1:
-        raise ValueError("every corpus series is a copy of one series: nothing to hold out")
-    k_row = available.clamp_max(int(scorer.n_neighbors))
-    nearest = torch.topk(d2, int(k_row.max()), dim=1, largest=False).values.sqrt()
-    return aggregate_nearest(nearest, k_row, scorer.aggregate)
-
-
-def aggregate_nearest(nearest: torch.Tensor, k_row: torch.Tensor, aggregate: str) -> np.ndarray:
-    """kNN novelty per row from its ascending nearest distances ``nearest`` (n, >= max k) with
-    a row's own k in ``k_row`` (n,): the k-th distance ("kth") or the mean of the k nearest."""
-    if aggregate == "kth":
-        out = nearest.gather(1, (k_row - 1)[:, None])[:, 0]
-    else:
-        cols = torch.arange(nearest.shape[1], device=nearest.device)
-        inside = cols[None, :] < k_row[:, None]
-        zero = torch.zeros((), dtype=nearest.dtype, device=nearest.device)
-        out = torch.where(inside, nearest, zero).sum(dim=1) / k_row.to(nearest.dtype)
-    return out.cpu().numpy()
 
 
 class Member:

@@ -55,6 +55,10 @@ class SOSREPScorer(GramScorer):
         "seed": [Interval(Integral, 0, None, closed="left")],
     }
     requires_diag = False
+    name = "sosrep"
+    family = "sosrep"
+    description = "SOSREP density f(x)^2 in the kernel's RKHS"
+    feature_form = None  # approximation= not supported
 
     def __init__(self, lr: float = 0.1, max_iter: int = 10_000, tol: float = 1e-6, seed: int = 0):
         self.lr = lr

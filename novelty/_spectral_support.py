@@ -29,6 +29,7 @@ from numbers import Integral, Real
 import torch
 
 from ._gram_scorer import GramScorer, Interval, StrOptions, check_fitted, validate_params
+from ._scorer_registry import deferred_class
 from ._validation import PSD_RTOL, check_cross_gram, check_int, check_test_diag
 
 __all__ = ["SpectralSupport", "spectral_filter"]
@@ -122,6 +123,11 @@ class SpectralSupport(GramScorer):
     }
     sweep_axis = "lam"
     requires_normalized = True
+    name = "sse"
+    family = "sse"
+    description = "spectral support estimation, Tikhonov filter (1 - F_n)"
+    feature_form = deferred_class("novelty._feature_scorers:FeatureSpectralSupport")
+    cli_grid = "sse_lams"
 
     def __init__(
         self,

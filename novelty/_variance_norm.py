@@ -32,6 +32,7 @@ import torch
 from sklearn.base import BaseEstimator
 
 from ._gram_scorer import GramScorer, Interval, check_fitted, validate_params
+from ._scorer_registry import deferred_class
 from ._validation import PSD_RTOL, check_alphas, check_corpus_gram, check_cross_gram, check_int
 from ._variance_norm_numba import conformance_sq_all_ranks
 
@@ -216,6 +217,8 @@ class _VarianceNormScorer(GramScorer):
     sweep_axis = "alpha"
     rank_param = "max_rank"
     requires_diag = False
+    family = "variance_norm"  # the experiments fit one VarianceNorm engine for both
+    cli_grid = "alphas"
 
     def __init__(self, alpha: float = 1e-2, *, threshold: float = 1e-10, max_rank: int | None = 50):
         self.alpha = alpha
@@ -262,6 +265,10 @@ class MahalanobisScorer(_VarianceNormScorer):
     ((2,), (2, 3, 2))
     """
 
+    name = "mahalanobis"
+    description = "kernelised Mahalanobis distance to the corpus mean"
+    feature_form = deferred_class("novelty._feature_scorers:FeatureMahalanobis")
+
 
 class ConformanceScorer(_VarianceNormScorer):
     r"""Conformance score: distance to the nearest corpus point in the variance norm (module
@@ -274,6 +281,9 @@ class ConformanceScorer(_VarianceNormScorer):
     """
 
     _conformance = True
+    name = "conformance"
+    description = "distance to the nearest corpus point in the variance norm"
+    feature_form = deferred_class("novelty._feature_scorers:FeatureConformance")
 
 
 def _project(K: torch.Tensor, projection: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ from scipy.stats import binom
 from sklearn.base import clone
 
 import tskernels as tk
-from novelty import KernelNoveltyDetector, _members
+from novelty import KernelNoveltyDetector, KNNScorer, _members
 from novelty._members import (
     CALIBRATION_FOLDS,
     LOO_MAX,
@@ -141,7 +141,7 @@ def _committed_held_out(spec, K, diag):
     """held_out_scores as committed before the duplicate groups (3b60d58)."""
     n = K.shape[0]
     template = make_scorer(spec)
-    if isinstance(template, _members.KNNScorer):
+    if isinstance(template, KNNScorer):
         k = min(int(template.n_neighbors), n - 1)
         d2 = (diag[:, None] + diag[None, :] - 2.0 * K).clamp_min(0.0)
         d2.fill_diagonal_(float("inf"))
