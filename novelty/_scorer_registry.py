@@ -44,10 +44,6 @@ _BUILTIN: dict[str, str] = {
 }
 #: Scorers registered by :func:`register_scorer`, after the built-in ones.
 _ADDED: dict[str, type] = {}
-#: What every scorer class declares (GramScorer's docstring, "The definition of a scorer").
-REQUIRED = ("name", "family", "description", "feature_form", "cli_grid", "sweep_axis",
-            "rank_param", "_parameter_constraints", "held_out_scores", "held_out_steps",
-            "limit_to_corpus")  # fmt: skip
 
 
 class deferred_class:
