@@ -59,11 +59,19 @@ class deferred_class:
         return getattr(import_module(module), qualname)
 
 
+_LOADED: dict[str, type] = {}  # the built-in classes imported so far
+
+
 def _load(name: str) -> type:
-    module, qualname = _BUILTIN[name].split(":")
-    cls = getattr(import_module(f"{__package__}.{module}"), qualname)
-    if cls.name != name:
-        raise TypeError(f"{qualname}.name is {cls.name!r} but the registry lists it as {name!r}")
+    cls = _LOADED.get(name)
+    if cls is None:
+        module, qualname = _BUILTIN[name].split(":")
+        cls = getattr(import_module(f"{__package__}.{module}"), qualname)
+        if cls.name != name:
+            raise TypeError(
+                f"{qualname}.name is {cls.name!r} but the registry lists it as {name!r}"
+            )
+        _LOADED[name] = cls
     return cls
 
 
