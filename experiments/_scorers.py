@@ -4,14 +4,14 @@ The scorers are those of ``novelty.scorer_registry()`` (one :class:`novelty.Gram
 class per name, which declares everything read here: ``family``, ``description``, the tags
 ``sweep_axis`` and ``rank_param`` and ``cli_grid``, the run-config key of the axis values
 the CV sweeps). A scorer registered with ``novelty.register_scorer`` is a CLI scorer too.
-Every scorer maps the normalised Grams of one fold
-(corpus x corpus, others x corpus, the others' diagonal) to a *normality* score array of
-shape (n_axis, n_rank, n_others), higher = more normal, for every value of its axis (alpha,
-lambda) and every rank at once (``sweep``). Scorers of one family share one fit: conformance
-and Mahalanobis share the eigendecomposition of the centred corpus Gram (the fitted
-``VarianceNorm`` engine of the first, scoring both), SSE decomposes K / n once for every
-lambda; a "baseline" scorer (the default family, what the CLI word "baselines" expands to)
-is fitted on its own.
+
+Every scorer maps the normalised Grams of one fold (corpus x corpus, others x corpus, the
+others' diagonal) to a *normality* score array of shape (n_axis, n_rank, n_others), higher =
+more normal, for every value of its axis (alpha, lambda) and every rank at once (``sweep``).
+Scorers of one family share one fit: conformance and Mahalanobis share the eigendecomposition
+of the centred corpus Gram (the fitted ``VarianceNorm`` engine of the first, scoring both),
+SSE decomposes K / n once for every lambda; a "baseline" scorer (the default family, what the
+CLI word "baselines" expands to) is fitted on its own.
 
 Distances d are turned into scores by 1 / (d + 1e-3) (protocol section 4); the other
 scorers' novelty scores by a sign change (SOSREP: its log-density).
@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 DIST_EPS = 1e-3
+
 
 def _registry() -> dict:
     """``novelty.scorer_registry()`` as a dict (name -> class)."""

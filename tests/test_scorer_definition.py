@@ -176,9 +176,7 @@ def test_unregistering_removes_the_scorer_everywhere(toy):
     try:
         assert toy not in scorer_registry() and toy not in scorer_names()
         with pytest.raises(ValueError, match=toy):
-            KernelNoveltyDetector(kernel=tk.FlattenedKernel(tk.Linear()), scorer=toy).fit(
-                _walks(8)
-            )
+            KernelNoveltyDetector(kernel=tk.FlattenedKernel(tk.Linear()), scorer=toy).fit(_walks(8))
     finally:
         register_scorer(MeanKernel)  # the fixture unregisters it
 
