@@ -42,8 +42,6 @@ from sklearn.base import clone
 from ._approximation import (
     APPROXIMATIONS,
     LANDMARK_RULES,
-    _n_series,
-    _subset,
     make_feature_map,
 )
 from ._gram_scorer import GramScorer
@@ -62,6 +60,8 @@ __all__ = ["ApproximateMember", "check_approximation", "feature_scorers", "make_
 CALIBRATION_MAX = 1000
 #: Series mapped and scored at a time by ``novelty``.
 SCORE_BATCH = 8192
+
+
 def feature_scorers() -> tuple[str, ...]:
     """The registered scorers available on features (their ``feature_form`` is not None)."""
     return tuple(n for n, cls in scorer_registry().items() if cls.feature_form is not None)
@@ -151,9 +151,9 @@ class ApproximateMember(Member):
             H = firsts[Hg]
             rest = np.flatnonzero(~np.isin(groups, Hg))
         kernel = clone(spec.kernel)
-        Zk = self._kernel_input(kernel, Z)  # checked: a SeriesBatch for a float64 kernel
+        Zk = Z  # the checked SeriesBatch (pre-processed when the spec says so)
         if hasattr(kernel, "fit"):
-            kernel.fit(_subset(Zk, rest))
+            kernel.fit(Zk[rest])
         approximation = self.approximation
         if approximation == "nystroem" and _has_exact_features(kernel):
             approximation = "features"
@@ -185,10 +185,10 @@ class ApproximateMember(Member):
         )
 
     def novelty(self, X) -> np.ndarray:
-        Z = self._kernel_input(self.kernel_, self._prepare(X, {}))
-        n = _n_series(Z)
+        Z = self._prepare(X, {})
+        n = len(Z)
         out = np.empty(n)
         for i in range(0, n, SCORE_BATCH):
-            Phi, diag = self.features_.transform(_subset(Z, slice(i, i + SCORE_BATCH)))
+            Phi, diag = self.features_.transform(Z[i : i + SCORE_BATCH])
             out[i : i + Phi.shape[0]] = feature_novelty(self.spec, self.scorer_, Phi, diag).numpy()
         return out

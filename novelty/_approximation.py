@@ -71,9 +71,7 @@ import numpy as np
 import scipy.linalg
 import torch
 
-from tskernels import SeriesBatch
-
-from ._members import subset_batch
+from tskernels import SeriesBatch, as_series_batch
 
 __all__ = [
     "LANDMARK_RULES",
@@ -90,22 +88,10 @@ KMEANS_POOL = 10
 CHUNK_BYTES = 64 * 2**20
 
 
-def _n_series(X) -> int:
-    if isinstance(X, SeriesBatch):
-        return X.n
-    return X.shape[0] if hasattr(X, "shape") else len(X)
-
-
-def _subset(X, idx):
-    """Rows ``idx`` (an index array or a slice) of an (n, T, d) array, a list of series or a
-    checked :class:`tskernels.SeriesBatch` (the detector's members pass one)."""
-    if isinstance(X, SeriesBatch):
-        return subset_batch(X, idx)
-    if isinstance(idx, slice):
-        return X[idx]
-    if isinstance(X, (np.ndarray, torch.Tensor)):
-        return X[idx]
-    return [X[i] for i in np.asarray(idx).tolist()]
+def _batch(X, name: str = "Z") -> SeriesBatch:
+    """The series as a checked float64 SeriesBatch: read once here (a SeriesBatch, checked by
+    construction, is taken as it is); the kernel casts it to its own dtype and device."""
+    return X if isinstance(X, SeriesBatch) else as_series_batch(X, name=name)
 
 
 def _check_positive_int(value, name: str) -> int:
@@ -157,7 +143,8 @@ def select_landmarks(
     M = _check_positive_int(n_components, "n_components")
     if rule not in LANDMARK_RULES:
         raise ValueError(f"`landmarks` must be one of {LANDMARK_RULES}, got {rule!r}")
-    cand = np.arange(_n_series(Z)) if candidates is None else np.asarray(candidates, dtype=int)
+    Z = _batch(Z)
+    cand = np.arange(len(Z)) if candidates is None else np.asarray(candidates, dtype=int)
     if cand.size == 0:
         raise ValueError("no candidate series for the landmarks")
     if M >= cand.size:
@@ -167,13 +154,13 @@ def select_landmarks(
         return np.sort(rng.choice(cand, size=M, replace=False))
     if rule == "kmeans++":
         pool = cand if cand.size <= KMEANS_POOL * M else rng.choice(cand, KMEANS_POOL * M, False)
-        return np.sort(pool[_kmeans_pp(kernel, _subset(Z, pool), M, normalize, rng)])
+        return np.sort(pool[_kmeans_pp(kernel, Z[pool], M, normalize, rng)])
     return np.sort(_leverage(kernel, Z, cand, M, normalize, rng))
 
 
 def _kmeans_pp(kernel, P, M: int, normalize: bool, rng) -> np.ndarray:
     """D^2 sampling of M rows of the pool P in feature space (positions into P)."""
-    n = _n_series(P)
+    n = len(P)
     dp = kernel.diag(P).to(device="cpu", dtype=torch.float64)
     if normalize:
         _check_diag(dp, "the landmark pool")
@@ -181,7 +168,7 @@ def _kmeans_pp(kernel, P, M: int, normalize: bool, rng) -> np.ndarray:
     best = torch.full((n,), math.inf, dtype=torch.float64)
     for _ in range(M - 1):
         j = chosen[-1]
-        col = kernel.gram(P, _subset(P, [j]))[:, 0].to(device="cpu", dtype=torch.float64)
+        col = kernel.gram(P, P[[j]])[:, 0].to(device="cpu", dtype=torch.float64)
         if normalize:
             col = col / torch.sqrt(dp * dp[j])
             d2 = 2.0 - 2.0 * col
@@ -201,7 +188,7 @@ def _kmeans_pp(kernel, P, M: int, normalize: bool, rng) -> np.ndarray:
 def _leverage(kernel, Z, cand: np.ndarray, M: int, normalize: bool, rng) -> np.ndarray:
     """Approximate ridge-leverage sampling of M candidates (module docstring)."""
     S = rng.choice(cand, size=M, replace=False)
-    ZS = _subset(Z, S)
+    ZS = Z[S]
     dS = kernel.diag(ZS).to(device="cpu", dtype=torch.float64)
     W = kernel.gram(ZS).to(device="cpu", dtype=torch.float64)
     if normalize:
@@ -212,7 +199,7 @@ def _leverage(kernel, Z, cand: np.ndarray, M: int, normalize: bool, rng) -> np.n
     rows = _chunk_rows(M)
     parts = []
     for i in range(0, cand.size, rows):
-        C, dx = _cross(kernel, _subset(Z, cand[i : i + rows]), ZS, dS, normalize)
+        C, dx = _cross(kernel, Z[cand[i : i + rows]], ZS, dS, normalize)
         parts.append((i, C, dx))
         diag[i : i + C.shape[0]] = dx.numpy()
     lam = float(diag.sum()) / M
@@ -275,6 +262,7 @@ class NystroemFeatures:
         """Choose the landmarks among ``candidates`` (default all of Z) and factor W."""
         if not (isinstance(self.eig_floor, float | int) and 0 <= self.eig_floor < 1):
             raise ValueError(f"`eig_floor` must be a float in [0, 1), got {self.eig_floor!r}")
+        Z = _batch(Z)
         idx = select_landmarks(
             self.kernel,
             Z,
@@ -284,7 +272,7 @@ class NystroemFeatures:
             seed=self.seed,
             candidates=candidates,
         )
-        L = _subset(Z, idx)
+        L = Z[idx]
         dz = self.kernel.diag(L).to(device="cpu", dtype=torch.float64)
         W = self.kernel.gram(L).to(device="cpu", dtype=torch.float64)
         if self.normalize:
@@ -310,14 +298,15 @@ class NystroemFeatures:
         """(Phi, k(x, x)): float64 Tensors (n, M') and (n,), computed in row chunks."""
         if not hasattr(self, "transform_"):
             raise RuntimeError("this NystroemFeatures is not fitted yet: call fit(Z) first")
-        n = _n_series(X)
+        X = _batch(X, "X")
+        n = len(X)
         M = self.transform_.shape[0]
         Phi = torch.empty((n, self.n_features_), dtype=torch.float64)
         diag = torch.empty(n, dtype=torch.float64)
         rows = _chunk_rows(M)
         for i in range(0, n, rows):
             C, dx = _cross(
-                self.kernel, _subset(X, slice(i, i + rows)), self.landmarks_,
+                self.kernel, X[i : i + rows], self.landmarks_,
                 self.landmark_diag_, bool(self.normalize),
             )  # fmt: skip
             torch.mm(C, self.transform_, out=Phi[i : i + C.shape[0]])

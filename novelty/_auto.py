@@ -49,7 +49,9 @@ import time
 import numpy as np
 from sklearn.base import clone
 
-from ._members import MemberSpec, checked_batch, fit_pipeline, make_scorer, novelty
+from tskernels import SeriesBatch, as_series_batch
+
+from ._members import MemberSpec, fit_pipeline, make_scorer, novelty
 from ._perturbations import PERTURBATIONS, corpus_scale, perturb
 from ._progress import plan, step
 
@@ -76,13 +78,9 @@ SCORER_CANDIDATES = (
 )
 
 
-def _subset(X, idx):
-    return X[idx] if isinstance(X, np.ndarray) else [X[i] for i in idx]
-
-
 def median_point_distance(Z, max_points: int = 1000, seed: int = 0) -> float:
     """Median Euclidean distance between time points sampled from the series (seeded)."""
-    P = np.concatenate(list(Z)) if isinstance(Z, list) else np.asarray(Z).reshape(-1, Z.shape[-1])
+    P = np.concatenate(list(Z))  # the (T_i, d) series of a SeriesBatch, array or list
     rng = np.random.default_rng(seed)
     P = P[rng.choice(len(P), size=min(len(P), max_points), replace=False)]
     from scipy.spatial.distance import pdist
@@ -93,11 +91,10 @@ def median_point_distance(Z, max_points: int = 1000, seed: int = 0) -> float:
 
 
 def _preprocessed(Xs):
-    """Xs (checked by the caller) z-scored per channel: read as a checked SeriesBatch."""
+    """The checked SeriesBatch ``Xs`` z-scored per channel (a SeriesBatch)."""
     from tskernels.transforms import Preprocessor
 
-    Xb = checked_batch(Xs)
-    return Preprocessor(zscore="channel").fit(Xb).transform(Xb)
+    return Preprocessor(zscore="channel").fit(Xs).transform(Xs)
 
 
 def _random_convolution():
@@ -119,7 +116,7 @@ def candidate_kernels(Xs) -> list[tuple[str, object, bool | str, bool]]:
     import tskernels as tk
 
     Z = _preprocessed(Xs)
-    d = Z.shape[2] if isinstance(Z, np.ndarray) else Z[0].shape[1]
+    d = Z.d
     sigma = median_point_distance(Z)
     signature = tk.TruncatedSignatureKernel(tk.Linear(), level=4, scale=1 / math.sqrt(d))
     return [
@@ -179,6 +176,7 @@ def select_members(
     corpus as checked at the detector's public call (not checked again)."""
     import pandas as pd
 
+    Xs = SeriesBatch.from_checked(Xs)  # a checked collection given as numpy: shared
     start = time.perf_counter()
     rng = np.random.default_rng(random_state)
     if kernels is None:
@@ -193,7 +191,7 @@ def select_members(
     plan_ = []
     for test in folds:
         train = np.setdiff1d(np.arange(n), test)
-        held = _subset(Xs, test)
+        held = Xs[test]
         anomalies, labels = [], []
         for x in held:
             for kind in kinds:
@@ -222,14 +220,15 @@ def select_members(
         broken: set[int] = set()  # scorers that failed in some fold: not comparable
         failed = None
         for done, (train, held, anomalies, labels) in enumerate(plan_, start=1):
-            Xtr = _subset(Xs, train)
-            Xte = _stack(list(held) + anomalies, Xs)
             try:
-                # the member pipeline fitted on the training part (series of the checked
-                # corpus); Xte holds new (synthetic) series, checked as any input
-                pipeline = fit_pipeline(MemberSpec(kernel, preprocess=prep, normalize=norm), Xtr)
+                # the member pipeline fitted on the training part of the checked corpus; the
+                # held-out part is joined by new (synthetic) series, checked as any input
+                anomalies_batch = as_series_batch(anomalies, name="synthetic anomalies")
+                Xte = SeriesBatch.concat([held, anomalies_batch])
+                spec = MemberSpec(kernel, preprocess=prep, normalize=norm)
+                pipeline = fit_pipeline(spec, Xs[train])
                 K = pipeline.gram
-                Kt, diag = pipeline.grams(Xte, checked=False)
+                Kt, diag = pipeline.grams(Xte)
             except (ValueError, ArithmeticError) as err:
                 failed = f"failed: {err}"
                 step(n=len(plan_) - done + 1)
@@ -444,10 +443,3 @@ def _row(kname, scorer, params, prep, value, status, secs=np.nan) -> dict:
         "status": status,
         "seconds": secs,
     }
-
-
-def _stack(series: list, like):
-    """An array when every series has one length (as the corpus container would be)."""
-    if len({len(s) for s in series}) == 1:
-        return np.stack(series)
-    return list(series)

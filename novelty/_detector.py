@@ -500,7 +500,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             # the selection compares exact Grams: on a seeded subsample of n_components series
             rng = np.random.default_rng(self.random_state)
             keep = np.sort(rng.choice(len(Xs), size=self.n_components, replace=False))
-            Xs = Xs[keep] if isinstance(Xs, np.ndarray) else [Xs[i] for i in keep]
+            Xs = Xs[keep]
 
         if self.kernel is None:
             return default_members(Xs)
@@ -595,7 +595,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"no series has the label normal_label={self.normal_label!r} "
                 f"(labels present: {sorted(set(y.tolist()))})"
             )
-        return Xs[keep] if isinstance(Xs, np.ndarray) else [Xs[i] for i in keep]
+        return Xs[keep]
 
     def _check_params(self) -> None:
         """The declared constraints (``_parameter_constraints``), then what depends on
@@ -634,9 +634,16 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 raise ValueError(f"scorer={name!r} needs a normalised kernel: set normalize=True")
 
     def _series(self, X, reset: bool):
-        """numpy (n, T, d) array or list of (T_i, d) arrays, validated: the one check of the
-        input per public call (the members, their pre-processing and kernels take it as
-        checked, :mod:`novelty._members`). NaN gaps are filled or refused by ``missing``."""
+        """The series of ``X`` as a checked float64 :class:`tskernels.SeriesBatch` (on the
+        CPU): the one check of the input per public call (the members, their pre-processing
+        and kernels take it as checked, :mod:`novelty._members`). NaN gaps are filled or
+        refused by ``missing``."""
+        from tskernels import SeriesBatch
+
+        return SeriesBatch.from_checked(self._series_arrays(X, reset))
+
+    def _series_arrays(self, X, reset: bool):
+        """numpy (n, T, d) array or list of (T_i, d) arrays, validated (:meth:`_series`)."""
         from ._layouts import as_series_collection
 
         if hasattr(X, "ndim") and X.ndim == 2 and not hasattr(X, "columns"):
@@ -705,4 +712,4 @@ def _is_auto(scorer) -> bool:
 
 
 def _channels(Xs) -> int:
-    return Xs.shape[2] if isinstance(Xs, np.ndarray) else Xs[0].shape[1]
+    return Xs.d

@@ -233,7 +233,7 @@ def explain(
         for i in chunk:
             x, starts, L = plans[i]
             times[i] = _per_step(window_drops[i], starts, L, len(x))
-    equal = isinstance(Xs, np.ndarray)
+    equal = Xs.equal_length
     return Explanation(
         channels=channels,
         times=np.stack(times) if equal else times,
@@ -460,14 +460,17 @@ def _chunks(sizes: list[int], limit: int):
 
 def _novelty_of(detector, copies: list[np.ndarray]) -> np.ndarray:
     """The detector's novelty of checked, finite copies in one call of its members."""
-    Z = np.stack(copies) if len({len(c) for c in copies}) == 1 else copies
+    from tskernels import SeriesBatch
+
+    equal = len({len(c) for c in copies}) == 1
+    Z = SeriesBatch.from_checked(np.stack(copies) if equal else copies)
     return detector._combine([m.novelty(Z) for m in detector.members_])
 
 
 def _checked(detector, X):
     """X read as the detector reads it, with its channel check."""
     Xs = detector._series(X, reset=False)
-    d = Xs.shape[2] if isinstance(Xs, np.ndarray) else Xs[0].shape[1]
+    d = Xs.d
     if d != detector.n_channels_:
         from ._layouts import single_series_hint
 

@@ -30,12 +30,13 @@ behind the conformal guarantee is that of distinct normal series (counting copie
 would let a heavily duplicated series move the threshold). A corpus without copies is
 calibrated exactly as before (no grouping at all).
 
-Inputs are checked once, at the detector's public call (:func:`novelty.as_series_collection`):
-``Member.fit`` and ``Member.novelty`` take that checked collection and hand the
-pre-processing and the kernel a :class:`tskernels.SeriesBatch` (checked by construction, so
-neither scans it again; :func:`kernel_input`). Series computed here (pre-processed, or the
-selection's synthetic anomalies) are new data: one reduction confirms they are finite, and
-when they are not the kernel's own check raises, as it did before.
+Inputs are checked once, at the detector's public call (:func:`novelty.as_series_collection`),
+and become a :class:`tskernels.SeriesBatch`, the one series type below it: ``Member.fit`` and
+``Member.novelty`` take that batch and hand it to the pre-processing and the kernel, which
+trust it (no second scan). The pre-processing returns a batch confirmed finite by one
+reduction; the selection's synthetic anomalies are new data, checked once as any input
+(:func:`tskernels.as_series_batch`). A kernel computing in float32 casts the batch and checks
+the range of the cast.
 """
 
 from __future__ import annotations
@@ -48,8 +49,7 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
-from tskernels import Kernel, SeriesBatch
-from tskernels.validation import all_finite, resolve_dtype
+from tskernels import SeriesBatch
 
 from ._baselines import aggregate_nearest  # noqa: F401 (read from here by novelty._update)
 from ._baselines import knn_leave_group_out as _knn_leave_group_out  # noqa: F401
@@ -65,9 +65,7 @@ __all__ = [
     "SCORERS",  # noqa: F822 (module __getattr__: read afresh)
     "MemberSpec",
     "Member",
-    "checked_batch",
     "duplicate_groups",
-    "kernel_input",
     "make_scorer",
     "novelty",
 ]
@@ -193,72 +191,6 @@ def novelty(spec: MemberSpec, scorer: GramScorer, Kt, diag) -> np.ndarray:
     return scorer.score(Kt, diag)
 
 
-def checked_batch(Z) -> SeriesBatch:
-    """The :class:`tskernels.SeriesBatch` of a checked float64 collection ``Z`` ((n, T, d) array
-    or list of (T_i, d) arrays), built without a scan: an array is shared (``from_numpy``), a
-    list is forward-fill padded exactly as :func:`tskernels.as_series_batch` pads it."""
-    if isinstance(Z, np.ndarray):
-        values = torch.from_numpy(np.ascontiguousarray(Z, dtype=np.float64))
-        n, T = values.shape[:2]
-        return SeriesBatch(values, torch.full((n,), T, dtype=torch.long))
-    items = [torch.from_numpy(np.ascontiguousarray(z, dtype=np.float64)) for z in Z]
-    lengths = torch.tensor([t.shape[0] for t in items], dtype=torch.long)
-    T = int(lengths.max())
-    values = torch.stack([torch.cat([t, t[-1:].expand(T - t.shape[0], -1)]) for t in items])
-    return SeriesBatch(values.contiguous(), lengths)
-
-
-def kernel_input(kernel, Z, *, derived: bool = False):
-    """What a member passes to ``kernel`` for the checked collection ``Z``: its
-    :class:`~tskernels.SeriesBatch` (:func:`checked_batch`; the kernel then skips its input
-    checks) when ``kernel`` is a :class:`tskernels.Kernel` computing in float64 whose public
-    entry points are tskernels' own, else ``Z`` itself (checked by the kernel as for any
-    caller: a float32 kernel checks the range of the cast, and a subclass overriding ``gram``
-    gets the arrays it was written for). ``derived=True``: ``Z`` was computed here from
-    checked series (pre-processing, perturbations), so one reduction confirms it is finite;
-    when it is not, ``Z`` is passed as it is and the kernel's check raises its error."""
-    if not _takes_batches(kernel):
-        return Z
-    try:
-        if resolve_dtype(kernel.dtype) != torch.float64:
-            return Z
-    except ValueError:  # the kernel's own parameter check says so
-        return Z
-    batch = checked_batch(Z)
-    if derived and not all_finite(batch.values):
-        return Z
-    return batch
-
-
-def _takes_batches(kernel) -> bool:
-    """A tskernels Kernel whose ``fit``, ``gram`` and ``diag`` are tskernels' own (they take a
-    SeriesBatch as checked)."""
-    if not isinstance(kernel, Kernel):
-        return False
-    cls = type(kernel)
-    return all(
-        getattr(getattr(cls, name), "__module__", "").startswith("tskernels.")
-        for name in ("fit", "gram", "diag")
-    )
-
-
-def subset_batch(X: SeriesBatch, idx) -> SeriesBatch:
-    """Rows ``idx`` (a slice or an index array) of a checked SeriesBatch, trimmed to the longest
-    selected series and contiguous: what :func:`tskernels.as_series_batch` makes of them."""
-    if not isinstance(idx, slice):
-        idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
-    values, lengths = X.values[idx], X.lengths[idx]
-    if lengths.numel() and int(lengths.max()) < values.shape[1]:
-        values = values[:, : int(lengths.max())]
-    return SeriesBatch(values.contiguous(), lengths)
-
-
-def _subset(X, idx):
-    if isinstance(X, SeriesBatch):
-        return subset_batch(X, idx)
-    return X[idx] if isinstance(X, np.ndarray) else [X[i] for i in idx]
-
-
 def prepare_kernel(spec: MemberSpec, Z):
     """A fresh copy of the spec's kernel, fitted on Z when it has data-dependent parameters."""
     kernel = clone(spec.kernel)
@@ -267,37 +199,25 @@ def prepare_kernel(spec: MemberSpec, Z):
     return kernel
 
 
-def fit_preprocessing(spec: MemberSpec, X, preprocessors: dict | None = None):
+def fit_preprocessing(spec: MemberSpec, X: SeriesBatch, preprocessors: dict | None = None):
     """(pre-processing, pre-processed corpus) of ``spec`` on the checked corpus ``X``: the
-    :class:`tskernels.transforms.Preprocessor` of its mode fitted on ``X`` (read as a checked
-    SeriesBatch; taken from, or stored in, the cache ``preprocessors`` keyed by mode, so the
-    members of one detector share it), or (None, ``X``) without pre-processing."""
+    :class:`tskernels.transforms.Preprocessor` of its mode fitted on ``X`` (taken from, or
+    stored in, the cache ``preprocessors`` keyed by mode, so the members of one detector share
+    it) and its output, a SeriesBatch; or (None, ``X``) without pre-processing."""
     mode = preprocess_mode(spec.preprocess)
     if mode is None:
         return None, X
-    Xb = checked_batch(X)
     cache = {} if preprocessors is None else preprocessors
     if mode not in cache:
         from tskernels.transforms import Preprocessor
 
-        cache[mode] = Preprocessor(zscore=mode).fit(Xb)
-    return cache[mode], cache[mode].transform(Xb)
-
-
-def pipeline_input(kernel, preprocessor, X, *, checked: bool = True):
-    """What ``kernel`` receives for new series ``X`` (:func:`kernel_input`): ``X`` through the
-    fitted ``preprocessor`` (None: none). ``checked``: ``X`` was checked at the public call
-    (read as a checked SeriesBatch); else it is new data (the selection's synthetic anomalies),
-    checked by the pre-processing as any input, or without one by one reduction."""
-    if preprocessor is None:
-        return kernel_input(kernel, X, derived=not checked)
-    Z = preprocessor.transform(checked_batch(X) if checked else X)
-    return kernel_input(kernel, Z, derived=True)
+        cache[mode] = Preprocessor(zscore=mode).fit(X)
+    return cache[mode], cache[mode].transform(X)
 
 
 def cross_grams(kernel, Z, corpus, normalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(Kt, diag) of the fitted ``kernel`` for the series ``Z`` against the ``corpus`` (both
-    kernel inputs): ``Kt`` [i, j] = k(z_i, x_j), Tensor (n, N), normalised when
+    SeriesBatch): ``Kt`` [i, j] = k(z_i, x_j), Tensor (n, N), normalised when
     ``normalize``, and ``diag`` [i] = k(z_i, z_i), Tensor (n,): ones when normalised (a
     normalised kernel's diagonal is 1), else ``kernel.diag(Z)``."""
     Kt = kernel.gram(Z, corpus, normalize=normalize)
@@ -312,29 +232,30 @@ class FittedPipeline:
 
     preprocessor: object  # the fitted Preprocessor, None without pre-processing
     kernel: object  # a fitted copy of the spec's kernel
-    corpus: object  # the pre-processed corpus (the checked corpus without pre-processing)
-    corpus_input: object  # what the kernel receives for it (kernel_input)
+    corpus: SeriesBatch  # the pre-processed corpus (the checked corpus without pre-processing)
     gram: torch.Tensor  # the corpus Gram (N, N), normalised when `normalize`
     normalize: bool
 
-    def grams(self, X, *, checked: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-        """(Kt, diag) of new series ``X`` against the corpus (:func:`pipeline_input`,
-        :func:`cross_grams`)."""
-        Z = pipeline_input(self.kernel, self.preprocessor, X, checked=checked)
-        return cross_grams(self.kernel, Z, self.corpus_input, self.normalize)
+    def transform(self, X: SeriesBatch) -> SeriesBatch:
+        """What the kernel receives for the series ``X``: ``X`` through the pre-processing."""
+        return X if self.preprocessor is None else self.preprocessor.transform(X)
+
+    def grams(self, X: SeriesBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(Kt, diag) of new series ``X`` against the corpus (:func:`cross_grams`)."""
+        return cross_grams(self.kernel, self.transform(X), self.corpus, self.normalize)
 
 
-def fit_pipeline(spec: MemberSpec, X, preprocessors: dict | None = None) -> FittedPipeline:
+def fit_pipeline(
+    spec: MemberSpec, X: SeriesBatch, preprocessors: dict | None = None
+) -> FittedPipeline:
     """The member pipeline of ``spec`` on the checked corpus ``X``, the one sequence that
     :class:`Member` and the selection (:func:`novelty._auto.select_members`) both run: the
-    pre-processing fitted on ``X`` (:func:`fit_preprocessing`), the kernel's input
-    (:func:`kernel_input`), a copy of the kernel fitted on it (:func:`prepare_kernel`) and the
-    corpus Gram."""
+    pre-processing fitted on ``X`` (:func:`fit_preprocessing`), a copy of the kernel fitted on
+    its output (:func:`prepare_kernel`) and the corpus Gram."""
     preprocessor, Z = fit_preprocessing(spec, X, preprocessors)
-    Zk = kernel_input(spec.kernel, Z, derived=preprocessor is not None)
-    kernel = prepare_kernel(spec, Zk)
-    K = kernel.gram(Zk, normalize=spec.normalize)
-    return FittedPipeline(preprocessor, kernel, Z, Zk, K, bool(spec.normalize))
+    kernel = prepare_kernel(spec, Z)
+    K = kernel.gram(Z, normalize=spec.normalize)
+    return FittedPipeline(preprocessor, kernel, Z, K, bool(spec.normalize))
 
 
 def duplicate_groups(X) -> np.ndarray | None:
@@ -374,9 +295,6 @@ def series_digest(x) -> bytes:
 
 def _series_list(X) -> list:
     """The series of a checked collection as numpy arrays (T_i, d), without copying."""
-    if isinstance(X, SeriesBatch):
-        values = X.values.detach().cpu().numpy()
-        return [values[i, :L] for i, L in enumerate(X.lengths.tolist())]
     return list(X)
 
 
@@ -412,10 +330,10 @@ def cross_fitted_scores(spec: MemberSpec, Z, groups: np.ndarray | None = None) -
     out up to ``CROSS_FIT_LOO_MAX`` series, else ``CALIBRATION_FOLDS`` folds (scores of models
     fitted on fewer series: conservative).
     """
-    n = Z.n if isinstance(Z, SeriesBatch) else len(Z)
+    n = len(Z)
     out = np.empty(n)
     for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX, groups):
-        Ztr, Zte = _subset(Z, train), _subset(Z, test)
+        Ztr, Zte = Z[train], Z[test]
         kernel = clone(spec.kernel)
         with _reusing_features(kernel):  # each part's features computed once per fold
             if hasattr(kernel, "fit"):  # as prepare_kernel
@@ -458,7 +376,7 @@ class Member:
         if pipeline.preprocessor is not None:
             self.preprocessor_ = pipeline.preprocessor
         self.kernel_, self.corpus_ = pipeline.kernel, pipeline.corpus
-        Zk, K = pipeline.corpus_input, pipeline.gram
+        Zk, K = pipeline.corpus, pipeline.gram
         diag = torch.diagonal(K).clone()
         step(f"{spec.label()}: Gram")
         auto = spec.name != ""  # members made by the recipe or the selection adapt to N
@@ -486,9 +404,9 @@ class Member:
         self.update_state_ = fit_state(self, X, K)
         return self
 
-    def _prepare(self, X, preprocessors: dict, fit: bool = False):
+    def _prepare(self, X: SeriesBatch, preprocessors: dict, fit: bool = False) -> SeriesBatch:
         """The pre-processed series of the checked ``X`` (``X`` itself without
-        pre-processing); the pre-processing reads ``X`` as a checked SeriesBatch."""
+        pre-processing)."""
         if fit:
             preprocessor, Z = fit_preprocessing(self.spec, X, preprocessors)
             if preprocessor is not None:
@@ -496,18 +414,11 @@ class Member:
             return Z
         if preprocess_mode(self.spec.preprocess) is None:
             return X
-        return self.preprocessor_.transform(checked_batch(X))
+        return self.preprocessor_.transform(X)
 
-    def _kernel_input(self, kernel, Z):
-        """:func:`kernel_input` of the (pre-processed) checked series ``Z``."""
-        derived = preprocess_mode(self.spec.preprocess) is not None
-        return kernel_input(kernel, Z, derived=derived)
-
-    def grams(self, X):
+    def grams(self, X: SeriesBatch):
         """(Kt, diag) of the checked series ``X`` against the corpus (:func:`cross_grams`)."""
-        Zk = self._kernel_input(self.kernel_, self._prepare(X, {}))
-        corpus = kernel_input(self.kernel_, self.corpus_)  # confirmed finite at fit
-        return cross_grams(self.kernel_, Zk, corpus, self.spec.normalize)
+        return cross_grams(self.kernel_, self._prepare(X, {}), self.corpus_, self.spec.normalize)
 
     def novelty(self, X) -> np.ndarray:
         Kt, diag = self.grams(X)

@@ -32,7 +32,7 @@ __all__ = ["PERTURBATIONS", "perturb", "corpus_scale"]
 
 def corpus_scale(X) -> np.ndarray:
     """Per-channel standard deviation of the corpus pooled over series and time, (d,)."""
-    P = np.concatenate(list(X)) if isinstance(X, list) else np.asarray(X).reshape(-1, X.shape[-1])
+    P = np.concatenate(list(X))  # the (T_i, d) series of a SeriesBatch, array or list
     s = P.std(axis=0)
     return np.where(s > 0, s, 1.0)
 

@@ -110,7 +110,6 @@ from ._members import (
     duplicate_groups,
     first_occurrences,
     held_out_scores,
-    kernel_input,
     make_scorer,
     novelty,
     preprocess_mode,
@@ -171,7 +170,7 @@ def update_detector(det, X_new, refit: bool = False):
     if empty:
         raise ValueError("`X_new` is empty: update needs at least one new normal series")
     Xs = det._series(X_new, reset=False)
-    d = Xs.shape[2] if isinstance(Xs, np.ndarray) else Xs[0].shape[1]
+    d = Xs.d
     if d != det.n_channels_:
         raise ValueError(
             f"channel mismatch: the detector was fitted on series with d={det.n_channels_} "
@@ -270,10 +269,8 @@ def _member_update(m: Member, Xs, raw, groups: np.ndarray | None) -> dict:
     N, n_new = len(state["raw"]), len(Xs)
     n_groups_old = _n_distinct(m)
     Znew = m._prepare(Xs, {})  # the frozen pre-processing
-    Zk_new = m._kernel_input(m.kernel_, Znew)
-    corpus = kernel_input(m.kernel_, m.corpus_)  # confirmed finite at fit
-    K_ba = m.kernel_.gram(Zk_new, corpus, normalize=spec.normalize)
-    K_bb = m.kernel_.gram(Zk_new, normalize=spec.normalize)
+    K_ba = m.kernel_.gram(Znew, m.corpus_, normalize=spec.normalize)
+    K_bb = m.kernel_.gram(Znew, normalize=spec.normalize)
     diag_new = torch.diagonal(K_bb).clone()
     g = _group_tensor(groups, N + n_new, K_ba.device)
     n_distinct = int(g.max()) + 1
@@ -413,12 +410,8 @@ def _group_tensor(groups, n: int, device) -> torch.Tensor:
 
 
 def concat_series(A, B):
-    """The checked collections ``A`` then ``B`` as one: an (n, T, d) array when every series
-    has the same length, else a list of (T_i, d) arrays (the rule of
-    :func:`novelty.as_series_collection` and of the pre-processing)."""
-    if isinstance(A, np.ndarray) and isinstance(B, np.ndarray) and A.shape[1:] == B.shape[1:]:
-        return np.concatenate([A, B])
-    series = list(A) + list(B)
-    if len({x.shape for x in series}) == 1:
-        return np.stack(series)
-    return series
+    """The checked batches ``A`` then ``B`` as one :class:`tskernels.SeriesBatch` (a model
+    saved by an earlier version may hold its corpus as numpy: read as checked)."""
+    from tskernels import SeriesBatch
+
+    return SeriesBatch.concat([SeriesBatch.from_checked(A), SeriesBatch.from_checked(B)])

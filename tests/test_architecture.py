@@ -21,11 +21,8 @@ from novelty._members import (
     Member,
     MemberSpec,
     _knn_leave_one_out,
-    checked_batch,
     cross_grams,
     fit_pipeline,
-    kernel_input,
-    pipeline_input,
 )
 from tskernels import kernel_registry
 
@@ -143,28 +140,27 @@ def test_cross_grams_is_the_gram_and_the_diagonal(normalize):
 def test_fit_pipeline_is_the_steps_by_hand_and_what_member_fits():
     from tskernels.transforms import Preprocessor
 
-    X, Y = as_series_collection(_walks(8)), as_series_collection(_walks(3, seed=5))
+    X = tk.SeriesBatch.from_checked(as_series_collection(_walks(8)))
+    Y = tk.SeriesBatch.from_checked(as_series_collection(_walks(3, seed=5)))
     spec = MemberSpec(kernel=tk.GAK(), preprocess="channel", name="gak+knn")
     cache: dict = {}
     p = fit_pipeline(spec, X, cache)
-    pre = Preprocessor(zscore="channel").fit(checked_batch(X))
-    Z = pre.transform(checked_batch(X))
+    pre = Preprocessor(zscore="channel").fit(X.numpy())
+    Z = pre.transform(X.numpy())  # numpy in, numpy out: the same values as the batch's
     kernel = tk.GAK().fit(Z)
     torch.testing.assert_close(p.gram, kernel.gram(Z, normalize=True), rtol=0, atol=0)
     assert p.preprocessor is cache["channel"]  # shared by the detector's members
     assert fit_pipeline(spec, X, cache).preprocessor is p.preprocessor
     Kt, diag = p.grams(Y)
     torch.testing.assert_close(
-        Kt, kernel.gram(pre.transform(checked_batch(Y)), Z, normalize=True), rtol=0, atol=0
+        Kt, kernel.gram(pre.transform(Y.numpy()), Z, normalize=True), rtol=0, atol=0
     )
     member = Member(spec).fit(X, {})
     torch.testing.assert_close(member.grams(Y)[0], Kt, rtol=0, atol=0)
     assert member.kernel_.sigma_ == p.kernel.sigma_
-    # without pre-processing the kernel gets the series themselves (new ones checked once)
+    # without pre-processing the kernel gets the checked batches themselves
     plain = fit_pipeline(MemberSpec(kernel=tk.GAK(), preprocess=False), X)
-    assert plain.preprocessor is None and plain.corpus is X
-    Zk = pipeline_input(plain.kernel, None, Y, checked=False)
-    torch.testing.assert_close(Zk.values, kernel_input(plain.kernel, Y).values, rtol=0, atol=0)
+    assert plain.preprocessor is None and plain.corpus is X and plain.transform(Y) is Y
 
 
 # fmt: off

@@ -30,8 +30,6 @@ from novelty._members import (  # noqa: E402
     CROSS_FIT_LOO_MAX,
     MemberSpec,
     _calibration_folds,
-    _subset,
-    checked_batch,
     cross_fitted_scores,
     make_scorer,
     novelty,
@@ -127,10 +125,13 @@ def test_fitted_lambdas_equal_the_numpy_search(seed, n):
 def _reference_cross_fitted_scores(spec, Z):
     """The former per-fold procedure: a freshly fitted kernel, each call computing the
     features of its arguments again."""
-    n = Z.n if isinstance(Z, tk.SeriesBatch) else len(Z)
+    n = len(Z)
     out = np.empty(n)
     for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX):
-        Ztr, Zte = _subset(Z, train), _subset(Z, test)
+        if isinstance(Z, np.ndarray):
+            Ztr, Zte = Z[train], Z[test]
+        else:
+            Ztr, Zte = [Z[i] for i in train], [Z[i] for i in test]
         kernel = prepare_kernel(spec, Ztr)
         K = kernel.gram(Ztr, normalize=spec.normalize)
         Kt = kernel.gram(Zte, Ztr, normalize=spec.normalize)
@@ -148,13 +149,12 @@ def _walks(n, T=30, d=2, seed=0):
 
 
 @pytest.mark.parametrize("normalize", [False, True])
-@pytest.mark.parametrize("layout", ["batch", "array", "unequal"])
+@pytest.mark.parametrize("layout", ["array", "unequal"])
 def test_cross_fitted_scores_equal_the_former_procedure(normalize, layout):
+    """cross_fitted_scores on the SeriesBatch == the per-fold procedure on numpy rows."""
     n = CROSS_FIT_LOO_MAX + 7  # 10 folds
     X = _walks(n)
-    if layout == "batch":
-        Z = checked_batch(X)
-    elif layout == "array":
+    if layout == "array":
         Z = X
     else:
         Z = [x[: 20 + i % 9] for i, x in enumerate(X)]
@@ -165,7 +165,7 @@ def test_cross_fitted_scores_equal_the_former_procedure(normalize, layout):
         normalize=normalize,
         name="minirocket+knn",
     )
-    got = cross_fitted_scores(spec, Z)
+    got = cross_fitted_scores(spec, tk.SeriesBatch.from_checked(Z))
     want = _reference_cross_fitted_scores(spec, Z)
     assert np.array_equal(got, want)  # bit for bit
 
@@ -185,7 +185,7 @@ def test_cross_fitting_transforms_each_part_once(monkeypatch):
     spec = MemberSpec(
         kernel=tk.RandomConvolutionKernel(n_kernels=84), preprocess=False, normalize=False
     )
-    cross_fitted_scores(spec, checked_batch(_walks(n)))
+    cross_fitted_scores(spec, tk.SeriesBatch.from_checked(_walks(n)))
     folds = list(_calibration_folds(n, CROSS_FIT_LOO_MAX))
     assert len(calls) == 2 * len(folds)
     assert sum(calls) == n * len(folds)  # every series once per fold
@@ -193,7 +193,7 @@ def test_cross_fitting_transforms_each_part_once(monkeypatch):
 
 def test_feature_memo_is_scoped_and_sees_changes():
     X = _walks(12, seed=1)
-    B = checked_batch(X.copy())  # modified in place below
+    B = tk.SeriesBatch.from_checked(X.copy())  # modified in place below
     k = tk.RandomConvolutionKernel(n_kernels=84)
     fresh = tk.RandomConvolutionKernel(n_kernels=84).fit(X)
     with k._reusing_features():
@@ -218,7 +218,7 @@ def test_feature_memo_under_inference_mode():
     X = _walks(10, seed=2)
     want = tk.RandomConvolutionKernel(n_kernels=84).fit(X).gram(X)
     with torch.inference_mode():
-        B = checked_batch(X)
+        B = tk.SeriesBatch.from_checked(X)
         k = tk.RandomConvolutionKernel(n_kernels=84)
         with k._reusing_features():
             k.fit(B)

@@ -8,15 +8,18 @@
 4. a zero basepoint prepended;
 5. optionally a time channel ``linspace(0, 1, T)`` appended.
 
-Inputs and outputs: float64 numpy arrays (n, T, d), or lists of (T_i, d) arrays. What happens
-depends on the lengths, never on the container: a list of equal-length series is treated as
-(and returned as) the stacked (n, T, d) array; only unequal lengths give lists.
+Every step has one implementation, on a :class:`~tskernels.validation.SeriesBatch` (the
+forward-fill padded tensor and the lengths): it takes a batch and returns a batch, padded the
+same way. The public entries also take float64 numpy arrays (n, T, d) or lists of (T_i, d)
+arrays, checked once (:func:`tskernels.validation.as_series_batch`), and give back the same
+kind: a SeriesBatch for a SeriesBatch, else an (n, T, d) array when every output series has
+one length and a list otherwise (what happens depends on the lengths, never on the container).
+A SeriesBatch is checked by construction and is not scanned again; each step's output is
+confirmed finite by one reduction (a step can overflow on finite input of extreme magnitude).
 
-Every public entry checks its input once (:func:`tskernels.validation.as_series_arrays`); the
-steps inside :class:`Preprocessor` and :class:`ZScore` work on the checked arrays without a
-second scan. A :class:`tskernels.validation.SeriesBatch` is checked by construction: it is
-converted to numpy (no NaN scan), the fast path for callers that validated at their own
-public boundary.
+The arithmetic is numpy's, value for value: the reductions (the pooling's window means, the
+z-score's statistics) are numpy's, on a view of the CPU batch, and the other steps are
+elementwise, so a batch, an array and a list give the same bits.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .validation import SeriesBatch, as_series_arrays
+from .validation import SeriesBatch, all_finite, as_series_batch, check_finite
 
 __all__ = [
     "pooling_window",
@@ -39,49 +42,41 @@ __all__ = [
 ]
 
 
-def _as_series(X, name: str = "X") -> tuple[np.ndarray | list[np.ndarray], bool]:
-    """(array (n, T, d), True) or (list of (T_i, d), False), float64, checked
-    (:func:`tskernels.validation.as_series_arrays`). A list of equal-length series gives the
-    stacked array. A :class:`SeriesBatch` (checked by construction) is converted only."""
+# ---------------------------------------------------------------------------- boundary
+def _read(X, name: str = "X") -> tuple[SeriesBatch, str]:
+    """(the series as a float64 CPU SeriesBatch, what to give back: "batch", "array" or
+    "list"): checked once unless ``X`` is a SeriesBatch (checked by construction)."""
     if isinstance(X, SeriesBatch):
-        if X.equal_length:
-            return X.values.detach().cpu().to(torch.float64).numpy(), True
-        return _restack([x.detach().cpu().to(torch.float64).numpy() for x in X.to_list()])
-    return as_series_arrays(X, name=name)
+        return X.to(device="cpu", dtype=torch.float64), "batch"
+    B = as_series_batch(X, name=name)
+    return B, "array" if B.equal_length else "list"
 
 
-def _restack(X) -> tuple[np.ndarray | list[np.ndarray], bool]:
-    """``_as_series`` of series already checked (the output of a step here): no scan, a list
-    of equal-length series stacked as :func:`as_series_arrays` stacks it."""
-    if isinstance(X, np.ndarray):
-        return X, True
-    if len({x.shape[0] for x in X}) == 1:
-        return np.stack(X), True
-    return X, False
+def _give_back(B: SeriesBatch, kind: str):
+    """``B`` as the caller's kind (:func:`_read`): the batch; numpy (n, T, d) for input
+    series of one length; a list of (T_i, d) arrays for input series of several lengths."""
+    if kind == "batch":
+        return B
+    return B.numpy() if kind == "array" else list(B)
 
 
-def _confirm_finite(X):
-    """``X``, the output of a step here, confirmed finite by one reduction per array: a step
-    can overflow on finite input of extreme magnitude (a mean of values near the float64
-    limit). If it did, :func:`as_series_arrays` raises its error, as when every step checked
-    its input in full."""
-    arrays = [X] if isinstance(X, np.ndarray) else X
-    with np.errstate(over="ignore", invalid="ignore"):
-        finite = all(np.isfinite(a.sum()) or np.isfinite(a).all() for a in arrays)
-    if not finite:
-        as_series_arrays(X)
-    return X
+def _confirmed(B: SeriesBatch) -> SeriesBatch:
+    """``B``, a step's output, confirmed finite by one reduction (the full scan, naming the
+    first bad value, only when it is not)."""
+    if not all_finite(B.values):
+        check_finite(B.values, "X", "impute or drop them first")
+    return B
 
 
-def _map(X, fn, checked: bool = False):
-    """``fn`` on (n, T, d) arrays, series by series for unequal lengths; ``checked=True``: X is
-    the output of a step here (no second scan)."""
-    X, equal = _restack(X) if checked else _as_series(X)
-    if equal:
-        return fn(X)
-    return [fn(x[None])[0] for x in X]
+def _forward_filled(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """``values`` (n, T, d) with each row's steps from its length on set to its last step."""
+    T = values.shape[1]
+    t = torch.arange(T, device=values.device)
+    idx = torch.minimum(t[None, :], (lengths - 1)[:, None])
+    return values.gather(1, idx[:, :, None].expand(-1, -1, values.shape[2]))
 
 
+# ---------------------------------------------------------------------------- steps
 def pooling_window(length: int, max_length: int = 100) -> int:
     """Window ``1 + (length - 1) // max_length`` (1, i.e. no pooling, when length <= max_length)."""
     if max_length < 1:
@@ -92,28 +87,43 @@ def pooling_window(length: int, max_length: int = 100) -> int:
 def average_pool(X, window: int):
     """Means over non-overlapping windows of ``window`` steps; a trailing partial window is
     dropped (a series shorter than the window becomes its mean, one step)."""
-    return _map(X, _pool(window))
+    B, kind = _read(X)
+    out = _pool(B, _check_window(window))
+    if out is B:  # window 1: a copy, never the input itself
+        out = SeriesBatch(B.values.clone(), B.lengths.clone())
+    return _give_back(out, kind)
 
 
-def _pool(window: int):
+def _check_window(window) -> int:
     if window < 1:
         raise ValueError(f"`window` must be a positive integer, got {window}")
+    return int(window)
 
-    def pool(a: np.ndarray) -> np.ndarray:
-        n, T, d = a.shape
-        if window == 1:
-            return a.copy()
-        k = T // window
-        if k == 0:
-            return a.mean(axis=1, keepdims=True)
-        return a[:, : k * window].reshape(n, k, window, d).mean(axis=2)
 
-    return pool
+def _pool(B: SeriesBatch, window: int) -> SeriesBatch:
+    r"""Window means :math:`\bar x_j = (x_{jw} + \dots + x_{jw+w-1}) / w`, j < L_i // w, per
+    series; a series shorter than the window: the mean of its L_i steps (one step). The means
+    are numpy's (a view of the CPU batch), whose order of additions depends on the layout."""
+    if window == 1:
+        return B
+    V, L = B.numpy(), B.lengths
+    n, T, d = V.shape
+    K = max(T // window, 1)
+    k = torch.div(L, window, rounding_mode="floor")
+    S = np.zeros((n, K, d))
+    if T // window:
+        S = V[:, : K * window].reshape(n, K, window, d).mean(axis=2)
+    for i in torch.nonzero(k == 0).flatten().tolist():  # shorter than one window (rare)
+        S[i, 0] = V[i, : int(L[i])].mean(axis=0)
+    out_len = k.clamp_min(1)
+    S = torch.from_numpy(S[:, : int(out_len.max())])
+    return SeriesBatch(_forward_filled(S, out_len).contiguous(), out_len)
 
 
 def clip(X, bound: float = 5.0):
     """Clip every value to [-bound, bound] (``bound`` > 0)."""
-    return _map(X, _clip(bound))
+    B, kind = _read(X)
+    return _give_back(_clip(B, check_clip(bound)), kind)
 
 
 def check_clip(bound, name: str = "bound", allow_none: bool = False):
@@ -133,31 +143,37 @@ def check_clip(bound, name: str = "bound", allow_none: bool = False):
     return float(bound)
 
 
-def _clip(bound: float):
-    bound = check_clip(bound)
-    return lambda a: np.clip(a, -bound, bound)
+def _clip(B: SeriesBatch, bound: float) -> SeriesBatch:
+    return SeriesBatch(B.values.clamp(-bound, bound), B.lengths)
 
 
 def add_basepoint(X):
     """Prepend a zero vector to every series: (n, T, d) -> (n, T + 1, d)."""
-    return _map(X, _basepoint)
+    B, kind = _read(X)
+    return _give_back(_basepoint(B), kind)
 
 
-def _basepoint(a: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.zeros_like(a[:, :1]), a], axis=1)
+def _basepoint(B: SeriesBatch) -> SeriesBatch:
+    V = B.values
+    return SeriesBatch(torch.cat([V.new_zeros((V.shape[0], 1, V.shape[2])), V], 1), B.lengths + 1)
 
 
 def add_time_channel(X):
-    """Append the channel linspace(0, 1, T): (n, T, d) -> (n, T, d + 1)."""
-    return _map(X, _time_channel)
+    """Append the channel linspace(0, 1, T_i) to every series: (n, T, d) -> (n, T, d + 1)."""
+    B, kind = _read(X)
+    return _give_back(_time_channel(B), kind)
 
 
-def _time_channel(a: np.ndarray) -> np.ndarray:
-    n, T, _ = a.shape
-    t = np.broadcast_to(np.linspace(0.0, 1.0, T)[None, :, None], (n, T, 1))
-    return np.concatenate([a, t], axis=2)
+def _time_channel(B: SeriesBatch) -> SeriesBatch:
+    V, L = B.values, B.lengths
+    t = V.new_ones((V.shape[0], V.shape[1], 1))  # 1.0 past the end: the last value, held
+    for length in torch.unique(L).tolist():
+        rows = torch.nonzero(L == length).flatten()
+        t[rows, :length, 0] = torch.from_numpy(np.linspace(0.0, 1.0, length)).to(V)
+    return SeriesBatch(torch.cat([V, t], 2), L)
 
 
+# ---------------------------------------------------------------------------- z-score
 class ZScore(BaseEstimator, TransformerMixin):
     """z-score with corpus statistics, ``(x - mean) / (std + eps)``.
 
@@ -172,46 +188,56 @@ class ZScore(BaseEstimator, TransformerMixin):
 
     def fit(self, X, y=None):
         self._check_per()
-        return self._fit(*_as_series(X))
+        return self._fit(_read(X)[0])
 
     def _check_per(self) -> None:
         if self.per not in ("step", "channel"):
             raise ValueError(f'`per` must be "step" or "channel", got {self.per!r}')
 
-    def _fit(self, X, equal: bool) -> ZScore:
-        """``fit`` on checked arrays (``_as_series``'s output)."""
+    def _fit(self, B: SeriesBatch) -> ZScore:
+        """``fit`` on a checked batch: numpy's mean and std of the valid steps."""
         self._check_per()
-        if equal and self.per == "step":
+        self.per_step_ = B.equal_length and self.per == "step"
+        if self.per_step_:
+            X = B.numpy()
             self.mean_, self.std_ = X.mean(axis=0), X.std(axis=0)
         else:
-            stacked = np.concatenate(X, axis=0)
+            stacked = np.concatenate(list(B), axis=0)
             self.mean_, self.std_ = stacked.mean(axis=0), stacked.std(axis=0)
-        self.per_step_ = equal and self.per == "step"
         return self
 
     def transform(self, X):
         check_is_fitted(self, "mean_")
-        return self._transform(*_as_series(X))
+        B, kind = _read(X)
+        return _give_back(self._transform(B), kind)
 
-    def _transform(self, X, equal: bool):
-        """``transform`` of checked arrays (``_as_series``'s output)."""
+    def _transform(self, B: SeriesBatch) -> SeriesBatch:
+        """``transform`` of a checked batch (elementwise; padding stays forward-filled)."""
         d = self.mean_.shape[-1]
-        if (X.shape[2] if equal else X[0].shape[1]) != d:
-            got = X.shape[2] if equal else X[0].shape[1]
-            raise ValueError(f"channel mismatch: fitted on d={d} channels, got d={got}")
-        if self.per_step_:
-            if not equal or X.shape[1] != self.mean_.shape[0]:
-                raise ValueError(
-                    f"fitted per time step on T={self.mean_.shape[0]}; transform needs "
-                    "series of that same length"
-                )
-            return (X - self.mean_) / (self.std_ + self.eps)
-        scale = self.std_ + self.eps
-        if equal:
-            return (X - self.mean_) / scale
-        return [(x - self.mean_) / scale for x in X]
+        if B.d != d:
+            raise ValueError(f"channel mismatch: fitted on d={d} channels, got d={B.d}")
+        if self.per_step_ and (not B.equal_length or B.length != self.mean_.shape[0]):
+            raise ValueError(
+                f"fitted per time step on T={self.mean_.shape[0]}; transform needs "
+                "series of that same length"
+            )
+        mean, scale = self._torch_statistics()
+        return SeriesBatch((B.values - mean.to(B.values)) / scale.to(B.values), B.lengths)
+
+    def _torch_statistics(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, std + eps) as float64 tensors, converted once per fit."""
+        cached = self.__dict__.get("_statistics")  # (mean_, std_, eps, mean, scale)
+        if cached is None or not (
+            cached[0] is self.mean_ and cached[1] is self.std_ and cached[2] == self.eps
+        ):
+            scale = torch.from_numpy(np.asarray(self.std_ + self.eps, dtype=np.float64))
+            mean = torch.from_numpy(np.asarray(self.mean_, dtype=np.float64))
+            cached = (self.mean_, self.std_, self.eps, mean, scale)
+            self.__dict__["_statistics"] = cached
+        return cached[3], cached[4]
 
 
+# ---------------------------------------------------------------------------- pipeline
 class Preprocessor(BaseEstimator, TransformerMixin):
     """The protocol's pre-processing: pool, z-score (fitted on the corpus), clip, basepoint,
     time channel. ``fit`` on the normal corpus, ``transform`` any batch.
@@ -223,6 +249,7 @@ class Preprocessor(BaseEstimator, TransformerMixin):
 
     ``zscore="step"`` (default, the protocol's) z-scores per (time step, channel);
     ``zscore="channel"`` per channel, so that series of any length can be transformed.
+    A :class:`~tskernels.validation.SeriesBatch` in gives a SeriesBatch out.
     """
 
     def __init__(
@@ -243,24 +270,24 @@ class Preprocessor(BaseEstimator, TransformerMixin):
 
     def fit(self, X, y=None):
         check_clip(self.clip, "clip", allow_none=True)
-        X, equal = _as_series(X)
-        longest = X.shape[1] if equal else max(x.shape[0] for x in X)
-        self.window_ = pooling_window(longest, self.max_length)
-        pooled = _confirm_finite(_map(X, _pool(self.window_), checked=True))
-        self.zscore_ = ZScore(self.eps, per=self.zscore)._fit(*_restack(pooled))
-        self.n_channels_ = X.shape[2] if equal else X[0].shape[1]
+        B = _read(X)[0]
+        self.window_ = pooling_window(int(B.lengths.max()), self.max_length)
+        pooled = _confirmed(_pool(B, self.window_))
+        self.zscore_ = ZScore(self.eps, per=self.zscore)._fit(pooled)
+        self.n_channels_ = B.d
         return self
 
     def transform(self, X):
-        """The fitted steps on ``X``, checked once here; each step's input is then only
-        confirmed finite (``_confirm_finite``), not checked again."""
+        """The fitted steps on ``X`` (checked once here, unless a SeriesBatch); each step's
+        output is confirmed finite by one reduction."""
         check_is_fitted(self, "window_")
-        X = _confirm_finite(_map(X, _pool(self.window_)))
-        X = self.zscore_._transform(*_restack(X))
         check_clip(self.clip, "clip", allow_none=True)
-        steps = [_clip(self.clip)] if self.clip is not None else []
-        steps += [_basepoint] if self.basepoint else []
-        steps += [_time_channel] if self.time_channel else []
-        for step in steps:
-            X = _map(_confirm_finite(X), step, checked=True)
-        return X
+        B, kind = _read(X)
+        B = self.zscore_._transform(_confirmed(_pool(B, self.window_)))
+        if self.clip is not None:
+            B = _clip(_confirmed(B), float(self.clip))
+        if self.basepoint:
+            B = _basepoint(_confirmed(B))
+        if self.time_channel:
+            B = _time_channel(_confirmed(B))
+        return _give_back(_confirmed(B), kind)

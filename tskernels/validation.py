@@ -5,8 +5,10 @@ these from here, never from a private module.
 Converters (numpy or torch in, torch out on the requested device and dtype):
 
 - :func:`as_series_batch`: a batch of series, an (n, T, d) array or a list of (T_i, d)
-  arrays, as a :class:`SeriesBatch` (one forward-fill padded tensor plus the lengths);
-- :func:`as_series_arrays`: the same inputs as float64 numpy (the pre-processing side);
+  arrays, as a :class:`SeriesBatch` (one forward-fill padded tensor plus the lengths), the
+  one series type inside the project: kernels, pre-processing and detector members take and
+  return it, index it by rows (``batch[idx]``) and join it (:meth:`SeriesBatch.concat`);
+- :func:`as_series_arrays`: the same inputs as float64 numpy, for numpy-side callers;
 - :func:`as_points`: points of R^d, an (n, d) array;
 - :func:`as_gram`: a Gram matrix (or any kernel-valued array), float64.
 
@@ -202,14 +204,57 @@ def _to_tensor(a, name: str, dtype: torch.dtype | None, device) -> torch.Tensor:
 # ---------------------------------------------------------------------------- series
 @dataclass
 class SeriesBatch:
-    """A checked batch of series on one device and dtype (finite, n >= 1, T >= 1, d >= 1).
+    """A checked batch of series on one device and dtype (finite, n >= 1, T >= 1, d >= 1): the
+    one internal series type of the project below its public calls.
 
     values: Tensor (n, T_max, d), forward-fill padded past each series' length.
     lengths: LongTensor (n,) of true lengths (all equal to T_max for an equal-length batch).
+
+    It reads as a sequence of series: ``len(batch)`` is n, ``batch[i]`` (an integer) and
+    ``iter(batch)`` give series i as a float64 numpy array (T_i, d) (a view on the CPU), and
+    ``batch[rows]`` (a slice, a sequence or array of row indices, or a boolean mask) the
+    SeriesBatch of those rows, trimmed to the longest of them. Built only by
+    :func:`as_series_batch` (which checks) or by :meth:`from_checked` (which trusts).
     """
 
     values: torch.Tensor
     lengths: torch.Tensor
+
+    @classmethod
+    def from_checked(cls, X) -> SeriesBatch:
+        """The batch of a collection already checked by the caller (finite, one channel count:
+        the output of :func:`as_series_arrays` or ``novelty.as_series_collection``), built
+        without a scan: an (n, T, d) array is shared (``from_numpy``, float64), a list of
+        (T_i, d) arrays is forward-fill padded as :func:`as_series_batch` pads it."""
+        if isinstance(X, SeriesBatch):
+            return X
+        if isinstance(X, np.ndarray):
+            values = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
+            n, T = values.shape[:2]
+            return cls(values, torch.full((n,), T, dtype=torch.long))
+        items = [torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)) for x in X]
+        return cls._padded(items)
+
+    @classmethod
+    def _padded(cls, items: list[torch.Tensor]) -> SeriesBatch:
+        """Series (T_i, d) stacked, each forward-fill padded to the longest."""
+        lengths = torch.tensor([t.shape[0] for t in items], dtype=torch.long,
+                               device=items[0].device)
+        T = int(lengths.max())
+        values = torch.stack([torch.cat([t, t[-1:].expand(T - t.shape[0], -1)]) for t in items])
+        return cls(values.contiguous(), lengths)
+
+    @classmethod
+    def concat(cls, batches: Sequence[SeriesBatch]) -> SeriesBatch:
+        """The rows of several batches (one device, dtype and channel count) in order."""
+        if len(batches) == 1:
+            return batches[0]
+        T = max(b.length for b in batches)
+        values = torch.cat([
+            torch.cat([b.values, b.values[:, -1:].expand(-1, T - b.length, -1)], dim=1)
+            for b in batches
+        ])
+        return cls(values.contiguous(), torch.cat([b.lengths for b in batches]))
 
     @property
     def n(self) -> int:
@@ -227,20 +272,53 @@ class SeriesBatch:
     def equal_length(self) -> bool:
         return bool((self.lengths == self.values.shape[1]).all())
 
-    def __getitem__(self, index: slice) -> SeriesBatch:
+    def __len__(self) -> int:
+        return self.values.shape[0]
+
+    def __iter__(self):
+        values = self.numpy()
+        for i, L in enumerate(self.lengths.tolist()):
+            yield values[i, :L]
+
+    def __getitem__(self, index):
+        """Series ``index`` (an integer) as a numpy array (T_i, d), or the rows ``index`` (a
+        slice, index sequence/array/tensor or boolean mask) as a contiguous SeriesBatch."""
+        if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+            i = range(self.n)[index]  # negative indices, IndexError past the end
+            return self.numpy()[i, : int(self.lengths[i])]
+        if not isinstance(index, (slice, torch.Tensor)):
+            index = np.asarray(index)  # torch indexes with numpy arrays as they are
+            if index.dtype != np.bool_:
+                index = index.astype(np.int64, copy=False)
         values, lengths = self.values[index], self.lengths[index]
         if lengths.numel() and int(lengths.max()) < values.shape[1]:
             values = values[:, : int(lengths.max())]
-        return SeriesBatch(values, lengths)
+        return SeriesBatch(values.contiguous(), lengths)
+
+    def numpy(self) -> np.ndarray:
+        """The padded values as numpy (n, T_max, d): a view for a CPU batch."""
+        return self.values.detach().cpu().numpy()
+
+    def to_arrays(self) -> np.ndarray | list[np.ndarray]:
+        """The series as numpy: the (n, T, d) array for equal lengths, else a list of
+        (T_i, d) arrays (views on the CPU)."""
+        return self.numpy() if self.equal_length else list(self)
 
     def to(self, *, device=None, dtype=None) -> SeriesBatch:
-        """The batch on ``device`` in ``dtype`` (itself when both already match)."""
+        """The batch on ``device`` in ``dtype`` (itself when both already match). A cast to a
+        narrower dtype that overflows raises the same ValueError as :func:`as_series_batch`."""
         v = self.values
         if (device is None or v.device == torch.device(device)) and (
             dtype is None or v.dtype == dtype
         ):
             return self
-        return SeriesBatch(v.to(device=device, dtype=dtype), self.lengths.to(device))
+        out = v.to(device=device, dtype=dtype)
+        if out.dtype != v.dtype and not all_finite(out):
+            raise ValueError(
+                f"`X` holds values beyond the {dtype} range (max |x| = "
+                f"{float(v.abs().max()):.3g}); use dtype=torch.float64 or rescale the data"
+            )
+        return SeriesBatch(out, self.lengths.to(device))
 
     def to_list(self) -> list[torch.Tensor]:
         return [self.values[i, : int(L)] for i, L in enumerate(self.lengths.tolist())]
@@ -282,10 +360,7 @@ def as_series_batch(
             raise ValueError(f"series in `{name}` have d = 0 channels")
         for i, t in enumerate(items):
             check_finite(t, f"{name}[{i}]", "impute or drop them before computing a kernel")
-        lengths = torch.tensor([t.shape[0] for t in items], dtype=torch.long, device=device)
-        T = int(lengths.max())
-        values = torch.stack([torch.cat([t, t[-1:].expand(T - t.shape[0], -1)]) for t in items])
-        return SeriesBatch(values.contiguous(), lengths)
+        return SeriesBatch._padded(items)
     t = _to_tensor(X, name, dtype, device)
     if t.ndim != 3:
         raise ValueError(
