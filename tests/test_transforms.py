@@ -116,3 +116,54 @@ def test_equal_length_list_is_treated_as_the_stacked_array():
     np.testing.assert_allclose(pre.transform(as_list)[:, 1:], z, rtol=1e-12)
     for fn in (lambda a: average_pool(a, 2), clip, add_basepoint, add_time_channel):
         np.testing.assert_array_equal(fn(as_list), fn(X))
+
+
+def _reference_preprocess(series, window, mean, scale, bound, time_channel):
+    """The protocol's steps on one numpy series at a time (an independent, loop-per-series
+    oracle): pool (a series shorter than the window becomes its mean), z-score, clip,
+    basepoint, time channel."""
+    out = []
+    for x in series:
+        k = len(x) // window
+        if window > 1:
+            x = (
+                x.mean(axis=0, keepdims=True)
+                if k == 0
+                else x[: k * window].reshape(k, window, -1).mean(axis=1)
+            )
+        x = np.clip((x - mean) / scale, -bound, bound)
+        x = np.concatenate([np.zeros((1, x.shape[1])), x])
+        if time_channel:
+            x = np.concatenate([x, np.linspace(0, 1, len(x))[:, None]], axis=1)
+        out.append(x)
+    return out
+
+
+@pytest.mark.parametrize("container", ["list", "batch"])
+def test_batch_and_arrays_give_the_same_bits_as_the_per_series_steps(container):
+    """One implementation on SeriesBatch: a batch in gives a batch out; every container gives
+    the values of the per-series numpy steps (unequal lengths, pooling with a series shorter
+    than the window, per-channel z-score, time channel)."""
+    from tskernels import SeriesBatch
+
+    rng = np.random.default_rng(8)
+    series = [rng.normal(size=(L, 2)) * 3 for L in (31, 7, 64, 12, 50)]
+    pre = Preprocessor(max_length=10, zscore="channel", time_channel=True).fit(series)
+    assert pre.window_ == 7
+    X = SeriesBatch.from_checked(series) if container == "batch" else series
+    out = pre.transform(X)
+    if container == "batch":
+        assert isinstance(out, SeriesBatch)
+        out = list(out)
+    pooled = [
+        x.mean(axis=0, keepdims=True)
+        if len(x) < 7
+        else x[: len(x) // 7 * 7].reshape(-1, 7, 2).mean(axis=1)
+        for x in series
+    ]
+    stacked = np.concatenate(pooled)
+    np.testing.assert_array_equal(pre.zscore_.mean_, stacked.mean(axis=0))
+    want = _reference_preprocess(series, 7, stacked.mean(0), stacked.std(0) + 1e-4, 5.0, True)
+    assert [o.shape for o in out] == [w.shape for w in want]
+    for o, w in zip(out, want):
+        np.testing.assert_array_equal(o, w)
