@@ -101,6 +101,11 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         refits on the folds of :mod:`novelty._folds` (``held_out_steps(n)`` of them); kNN
         overrides both with its exact leave-one-out.
     limit_to_corpus(n) : adapt the parameters to a corpus of n series (kNN lowers k).
+    keeps_refits : bool; with ``scores_by_refits(refits)``: whether new series are scored by
+        the held-out refits (mean of their scores) rather than by the full fit, as the
+        calibration was (the conformance score grows with the whitened dimension: when the
+        refits keep fewer components, the full fit's scores are not on the calibration's
+        scale). Default False: the refits are not kept.
 
     Tags (class attributes)
     -----------------------
@@ -206,6 +211,14 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
 
     def limit_to_corpus(self, n_corpus: int) -> None:
         """Adapt the parameters to a corpus of ``n_corpus`` series (default: nothing)."""
+
+    #: Whether ``held_out_scores`` should keep its refits for :meth:`scores_by_refits`.
+    keeps_refits: ClassVar[bool] = False
+
+    def scores_by_refits(self, refits: list) -> bool:
+        """Whether new series are scored by the held-out ``refits`` ((rows, fitted scorer)
+        pairs) instead of by this fitted scorer (the class docstring; default False)."""
+        return False
 
     # ------------------------------------------------------------------ internals
     def _check_test(self, K_test, diag_test) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -59,7 +59,6 @@ from ._folds import calibration_folds as _calibration_folds  # the one fold rule
 from ._gram_scorer import GramScorer
 from ._progress import step
 from ._scorer_registry import scorer_name, scorer_names, scorer_registry
-from ._variance_norm import ConformanceScorer
 
 __all__ = [
     "SCORERS",  # noqa: F822 (module __getattr__: read afresh)
@@ -389,13 +388,11 @@ class Member:
         elif getattr(self.kernel_, "needs_fit", False) and n >= 3:
             self.calibration_ = cross_fitted_scores(spec, Zk, groups)
         else:  # (two series: a kernel refitted on one would be degenerate)
-            # the conformance score grows with the whitened dimension (one per series below
-            # max_rank): when the refits keep fewer components than the full fit, new series
-            # are scored, like the calibration, by the refits (mean of their scores)
-            models = [] if isinstance(self.scorer_, ConformanceScorer) else None
+            # new series are scored by the refits when the scorer says so (the conformance
+            # score when the refits keep fewer components: GramScorer.scores_by_refits)
+            models = [] if self.scorer_.keeps_refits else None
             self.calibration_ = held_out_scores(spec, K, diag, groups, models)
-            ranks = [m.n_components_ for _, m in models or []]
-            if ranks and max(ranks) < self.scorer_.n_components_:
+            if models and self.scorer_.scores_by_refits(models):
                 self.held_out_models_ = models
         if groups is not None and self.calibration_.size:
             self.calibration_ = self.calibration_[first_occurrences(groups)]

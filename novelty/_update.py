@@ -101,9 +101,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._baselines import KNNScorer, squared_feature_distances
 from ._calibration import conformal_threshold, min_corpus_for
+from ._folds import fold_units
 from ._gram_scorer import validate_params
 from ._members import (
-    CALIBRATION_FOLDS,
     LOO_MAX,
     Member,
     aggregate_nearest,
@@ -115,7 +115,6 @@ from ._members import (
     preprocess_mode,
     robust_scale,
 )
-from ._variance_norm import ConformanceScorer
 
 __all__ = ["fit_state", "update_detector"]
 
@@ -323,12 +322,11 @@ def _member_update(m: Member, Xs, raw, groups: np.ndarray | None) -> dict:
 
 def _plain_scores(spec, scorer, K, diag, groups) -> tuple[np.ndarray, list | None]:
     """Held-out scores of the union by scorer refits, as ``Member.fit`` computes them, and the
-    conformance scorer's held-out models when they keep fewer components than ``scorer`` (new
-    series are then scored by them), else None."""
-    models = [] if isinstance(scorer, ConformanceScorer) else None
+    held-out models when the scorer scores new series by them
+    (:meth:`~novelty._gram_scorer.GramScorer.scores_by_refits`), else None."""
+    models = [] if scorer.keeps_refits else None
     cal = held_out_scores(spec, K, diag, groups, models)
-    ranks = [s.n_components_ for _, s in models or []]
-    keep = models if ranks and max(ranks) < scorer.n_components_ else None
+    keep = models if models and scorer.scores_by_refits(models) else None
     return _first_units(cal, groups), keep
 
 
@@ -342,11 +340,7 @@ def _new_unit_scores(spec, K, diag, g: torch.Tensor, N: int) -> np.ndarray:
     first_new = int(groups[:N].max()) + 1
     units = np.arange(first_new, int(groups.max()) + 1)
     out = np.full(K.shape[0], np.nan)
-    if units.size <= LOO_MAX:
-        folds = [units[i : i + 1] for i in range(units.size)]
-    else:
-        perm = np.random.default_rng(0).permutation(units.size)
-        folds = [units[f] for f in np.array_split(perm, CALIBRATION_FOLDS)]
+    folds = [units[f] for f in fold_units(units.size, LOO_MAX)]  # the one fold rule
     template = make_scorer(spec)
     for fold in folds:
         test = np.flatnonzero(np.isin(groups, fold))

@@ -282,6 +282,13 @@ class ConformanceScorer(_VarianceNormScorer):
 
     _conformance = True
     name = "conformance"
+    keeps_refits = True
+
+    def scores_by_refits(self, refits: list) -> bool:
+        """True when the held-out refits keep fewer components than this fit: the score grows
+        with the whitened dimension, so new series are then scored as the calibration was."""
+        ranks = [model.n_components_ for _, model in refits]
+        return bool(ranks) and max(ranks) < self.n_components_
     description = "distance to the nearest corpus point in the variance norm"
     feature_form = deferred_class("novelty._feature_scorers:FeatureConformance")
 
