@@ -6,7 +6,7 @@ computed (the ``ours_auto`` rows of the benchmark store keep its selection table
 computes, for every candidate (kernel, scorer) of the selection, the ROC-AUC of that
 candidate alone on the problem's test set: pre-processing and kernel fitted on the whole
 corpus, one corpus Gram and one cross Gram per kernel, every scorer of
-``novelty._auto.SCORER_CANDIDATES`` on them (anomaly = positive class).
+``novelty.detector._auto.SCORER_CANDIDATES`` on them (anomaly = positive class).
 
 Per problem: Spearman's rank correlation between proxy and test ROC-AUC over the candidates;
 the test ROC-AUC of the candidate with the best proxy and of the best candidate (oracle).
@@ -41,8 +41,8 @@ def candidate_test_aucs(corpus, test, y) -> dict[str, float]:
     from sklearn.metrics import roc_auc_score
 
     from novelty import as_series_collection
-    from novelty._auto import SCORER_CANDIDATES, _spec, candidate_kernels
-    from novelty._members import MemberSpec, make_scorer, prepare_kernel, preprocess_mode
+    from novelty.detector._auto import SCORER_CANDIDATES, _spec, candidate_kernels
+    from novelty.detector._members import MemberSpec, make_scorer, prepare_kernel, preprocess_mode
 
     Xs = as_series_collection(corpus, missing="interpolate")
     Xt = as_series_collection(test, missing="interpolate", name="test")

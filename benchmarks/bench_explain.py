@@ -1,4 +1,4 @@
-"""Benchmark of the occlusion explanations (:mod:`novelty._explain`, issue 23 item 1).
+"""Benchmark of the occlusion explanations (:mod:`novelty.detector._explain`, issue 23 item 1).
 
 On shared UEA (multivariate) and UCR (univariate) sets: the default detector is fitted on the
 training series of one class (the first label in sorted order); each held-out test series of

@@ -64,13 +64,13 @@ RAND_VARIANCES = [float(v) for v in np.geomspace(1e-5, 1.0, 8)]
 RAND_SEEDS = [0, 1, 2, 3, 4]
 ALPHAS = [1e-8, 1e-5, 1e-2]
 MAX_RANK = 50
-ROCKET_KERNELS = 10_000  # MiniRocket's F, the detector's (``novelty._auto``)
+ROCKET_KERNELS = 10_000  # MiniRocket's F, the detector's (``novelty.detector._auto``)
 
 def scorer_names(*, word: bool = True) -> list[str]:
     """The scorer names of the CLI: those of ``novelty.scorer_registry()`` (read without
     importing a scorer module, so neither torch nor scikit-learn), then the word "baselines"
     (expanded to the registered baseline-family scorers) unless ``word=False``."""
-    from novelty._scorer_registry import scorer_names as registered
+    from novelty.scorers._scorer_registry import scorer_names as registered
 
     return [*registered(), *(["baselines"] if word else [])]
 

@@ -15,7 +15,8 @@ sktime's ``write_ndarray_to_tsfile`` makes when given ``problem_name="<name>_TRA
 - ``file.npz`` with ``X`` (n, T, d) and ``y``, or ``X_train``, ``y_train``, ``X_test``,
   ``y_test``;
 - ``file.csv`` in long format, one row per (series, time step), a header line naming the
-  columns, read by name (:func:`novelty._io.read_series`): the series id (``id``, ``series``
+  columns, read by name (:func:`novelty.adapters._io.read_series`): the series id (``id``,
+  ``series``
   or ``series_id``), the time (``time``, ``t``, ``timestamp`` or ``step``), the label
   (``label``, ``class`` or ``y``), an optional ``split`` (``train``/``test``); every other
   column is a channel. A missing column is an error naming the columns found;
@@ -385,9 +386,10 @@ def _load_npz(path: Path, seed: int) -> UserData:
 
 
 def _load_csv(path: Path, seed: int) -> UserData:
-    """A long CSV read by column *names* (:func:`novelty._io.read_series`: id, time, channels,
+    """A long CSV read by column *names* (:func:`novelty.adapters._io.read_series`: id, time,
+    channels,
     label, optional split), never by position; the benchmark needs labels and finite values."""
-    from novelty._io import SeriesFileError, read_series
+    from novelty.adapters._io import SeriesFileError, read_series
 
     where = str(path)
     try:

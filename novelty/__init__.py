@@ -1,13 +1,20 @@
 """novelty: scorers that consume Gram matrices, and detectors on series.
 
-Owns: the Gram-level scorers (one contract, :class:`GramScorer`: ``fit(K)``,
-``score(K_test, diag_test)`` higher = more novel, ``sweep`` over a hyper-parameter axis and
-ranks) and their registry (:func:`scorer_registry`, name -> class, read by the detector, the
-experiments and the tests; :func:`register_scorer` adds one's own), the input boundary of
-the detector (``as_series_collection``), ``KernelNoveltyDetector`` with its default recipe,
-label-free selection (synthetic anomalies) and conformal calibration, the sktime and aeon
-adapters and the score plot. May import ``tskernels`` and ``density`` (the SOSREP scorer uses
-its solver); never ``experiments``.
+Its folders say the architecture (each ``__init__`` says what it owns and may import):
+
+- :mod:`novelty.scorers`: the one definition of a scorer (:class:`GramScorer`: ``fit(K)``,
+  ``score(K_test, diag_test)`` higher = more novel, ``sweep``, held-out scoring, feature
+  form), the built-in scorers and their registry (:func:`scorer_registry`,
+  :func:`register_scorer`);
+- :mod:`novelty.detector`: ``KernelNoveltyDetector``, its members, the default recipe and
+  label-free selection, conformal calibration, approximation, update, explain, persistence,
+  the score plot;
+- :mod:`novelty.adapters`: sktime and aeon adapters, Dask scoring, the CLI's files;
+- here: the input boundary (``as_series_collection``, ``_layouts``, ``_missing``), the
+  parameter dialect (``_constraints``) and the detection CLI (``__main__``).
+
+Arrows run adapters -> detector -> scorers -> (boundary, dialect); the package may import
+``tskernels`` and ``density`` (the SOSREP scorer uses its solver), never ``experiments``.
 
 Every public name is imported on first use (PEP 562: ``from novelty import X`` and
 ``novelty.X`` work as usual, ``dir(novelty)`` lists them), so ``import novelty`` imports
@@ -18,38 +25,40 @@ name.
 from importlib import import_module
 
 _EXPORTS = {
-    "AeonKernelNoveltyDetector": "_aeon",
-    "KNNScorer": "_baselines",
-    "MeanEmbeddingScorer": "_baselines",
-    "OCSVMScorer": "_baselines",
-    "score_in_partitions": "_dask_scoring",
-    "SCORERS": "_members",
-    "KernelNoveltyDetector": "_detector",
-    "GramScorer": "_gram_scorer",
-    "scorer_registry": "_scorer_registry",
-    "register_scorer": "_scorer_registry",
-    "unregister_scorer": "_scorer_registry",
-    "FeatureScorer": "_feature_scorers",
+    "AeonKernelNoveltyDetector": "adapters._aeon",
+    "KNNScorer": "scorers._baselines",
+    "MeanEmbeddingScorer": "scorers._baselines",
+    "OCSVMScorer": "scorers._baselines",
+    "score_in_partitions": "adapters._dask_scoring",
+    "SCORERS": "detector._members",
+    "KernelNoveltyDetector": "detector._detector",
+    "GramScorer": "scorers._gram_scorer",
+    "scorer_registry": "scorers._scorer_registry",
+    "register_scorer": "scorers._scorer_registry",
+    "unregister_scorer": "scorers._scorer_registry",
+    "FeatureScorer": "scorers._feature_scorers",
     "as_series_collection": "_layouts",
     "single_series_hint": "_layouts",
     "interpolate_missing": "_missing",
-    "Explanation": "_explain",
-    "plot_explanation": "_explain",
-    "plot_scores": "_plot",
-    "SOSREPScorer": "_sosrep",
-    "SpectralSupport": "_spectral_support",
-    "ConformanceScorer": "_variance_norm",
-    "MahalanobisScorer": "_variance_norm",
-    "VarianceNorm": "_variance_norm",
-    "NystroemFeatures": "_approximation",
-    "RandomFeatures": "_approximation",
-    "FeatureKNN": "_feature_scorers",
-    "FeatureMeanEmbedding": "_feature_scorers",
-    "FeatureSpectralSupport": "_feature_scorers",
-    "FeatureVarianceNorm": "_feature_scorers",
+    "Explanation": "detector._explain",
+    "plot_explanation": "detector._explain",
+    "plot_scores": "detector._plot",
+    "SOSREPScorer": "scorers._sosrep",
+    "SpectralSupport": "scorers._spectral_support",
+    "ConformanceScorer": "scorers._variance_norm",
+    "MahalanobisScorer": "scorers._variance_norm",
+    "VarianceNorm": "scorers._variance_norm",
+    "NystroemFeatures": "detector._approximation",
+    "RandomFeatures": "detector._approximation",
+    "FeatureKNN": "scorers._feature_scorers",
+    "FeatureMeanEmbedding": "scorers._feature_scorers",
+    "FeatureSpectralSupport": "scorers._feature_scorers",
+    "FeatureVarianceNorm": "scorers._feature_scorers",
 }
 _EXPORTS.update(
-    dict.fromkeys(("SktimeDistanceAdapter", "SktimeKernelAdapter", "sktime_kernels"), "_sktime")
+    dict.fromkeys(
+        ("SktimeDistanceAdapter", "SktimeKernelAdapter", "sktime_kernels"), "adapters._sktime"
+    )
 )
 
 __all__ = [

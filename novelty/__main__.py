@@ -8,7 +8,7 @@
 
 ``fit`` reads normal series (a long CSV with columns named ``id``, ``time``, channels and an
 optional ``label``; a folder of per-series CSVs; an ``.npz``; a ``.ts`` file:
-:func:`novelty._io.read_series`), fits :class:`novelty.KernelNoveltyDetector` (the default
+:func:`novelty.adapters._io.read_series`), fits :class:`novelty.KernelNoveltyDetector` (the default
 recipe, or ``--kernel auto``) and saves it with the channel names it was fitted on. ``score``
 loads it, reads the channels *by name*, and writes one CSV row per series: ``id``,
 ``novelty`` (higher = more unusual), ``p_value`` (conformal), ``flagged`` (1 = flagged:
@@ -184,7 +184,7 @@ def _show_progress(args) -> bool:
 
 
 def _read(args, channels=None):
-    from ._io import read_series
+    from .adapters._io import read_series
 
     return read_series(
         args.data,
@@ -230,7 +230,7 @@ def _fit(args) -> int:
     elif args.normal_label is not None:
         raise CLIError(f"--normal-label given but {data.source} has no label column")
 
-    from ._detector import KernelNoveltyDetector
+    from .detector._detector import KernelNoveltyDetector
 
     det = KernelNoveltyDetector(
         kernel=None if args.kernel == "default" else "auto",
@@ -255,7 +255,7 @@ def _fit(args) -> int:
 
 
 def _load(path: str):
-    from ._detector import KernelNoveltyDetector
+    from .detector._detector import KernelNoveltyDetector
 
     if not Path(path).exists():
         raise CLIError(f"{path}: no such model file")
@@ -266,7 +266,7 @@ def _score(args) -> int:
     out = _check_new_file(args.out, args.force, "output file")
     det = _load(args.model)
     names = getattr(det, "channel_names_", None)
-    from ._io import SeriesFileError
+    from .adapters._io import SeriesFileError
 
     try:
         data = _read(args, names if _is_csv(args.data) else None)
@@ -283,7 +283,7 @@ def _score(args) -> int:
     p = det.p_values(data.X)
     novelty = -det.score_samples(data.X)
     if args.fdr is not None:
-        from ._calibration import benjamini_hochberg
+        from .detector._calibration import benjamini_hochberg
 
         flagged = benjamini_hochberg(p, args.fdr)
     else:

@@ -1,5 +1,7 @@
-"""Nyström / random-feature approximation (novelty._approximation, novelty._feature_scorers,
-novelty._approx_member): exact at M = N against the exact Gram scorers, against scikit-learn's
+"""Nyström / random-feature approximation (novelty.detector._approximation,
+novelty.scorers._feature_scorers,
+novelty.detector._approx_member): exact at M = N against the exact Gram scorers, against
+scikit-learn's
 Nystroem and NearestNeighbors, the N x N Gram never formed, bad input."""
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ import torch
 
 import tskernels as tk
 from novelty import KNNScorer, MeanEmbeddingScorer, SpectralSupport, VarianceNorm
-from novelty._approximation import NystroemFeatures, RandomFeatures, select_landmarks
-from novelty._feature_scorers import (
+from novelty.detector._approximation import NystroemFeatures, RandomFeatures, select_landmarks
+from novelty.scorers._feature_scorers import (
     FeatureKNN,
     FeatureMeanEmbedding,
     FeatureSpectralSupport,

@@ -1,6 +1,7 @@
 """One way each (issue 24, first steps): ``max_memory`` read through the base's check by every
 kernel; one definition of the kNN feature-space distances; one "Gram, then diag" helper; one
-member pipeline shared by :class:`novelty._members.Member` and the selection, whose results are
+member pipeline shared by :class:`novelty.detector._members.Member` and the selection, whose
+results are
 pinned here to the values computed before the pipeline was shared."""
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ import torch
 
 import tskernels as tk
 from novelty import KernelNoveltyDetector
-from novelty._auto import select_members
-from novelty._baselines import KNNScorer, squared_feature_distances
 from novelty._layouts import as_series_collection
-from novelty._members import (
+from novelty.detector._auto import select_members
+from novelty.detector._members import (
     Member,
     MemberSpec,
     _knn_leave_one_out,
     cross_grams,
     fit_pipeline,
 )
+from novelty.scorers._baselines import KNNScorer, squared_feature_distances
 from tskernels import kernel_registry
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import binom
 
 from novelty import KernelNoveltyDetector
-from novelty._calibration import conformal_p_values, conformal_threshold, min_corpus_for
+from novelty.detector._calibration import conformal_p_values, conformal_threshold, min_corpus_for
 from tskernels import RBF, FlattenedKernel, IntegralKernel
 
 

@@ -14,7 +14,7 @@ from import_helpers import loaded
 
 from novelty import KernelNoveltyDetector
 from novelty.__main__ import main
-from novelty._io import SeriesFileError, read_series
+from novelty.adapters._io import SeriesFileError, read_series
 
 CHANNELS = ["pressure", "flow"]
 

@@ -9,8 +9,8 @@ from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 from novelty import KernelNoveltyDetector
-from novelty._auto import SELECTION_ALPHA, _decide, proxy_aucs
-from novelty._perturbations import PERTURBATIONS, corpus_scale, perturb
+from novelty.detector._auto import SELECTION_ALPHA, _decide, proxy_aucs
+from novelty.detector._perturbations import PERTURBATIONS, corpus_scale, perturb
 from tskernels import GAK, RBF, IntegralKernel
 
 

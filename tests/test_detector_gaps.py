@@ -78,7 +78,7 @@ def test_median_point_distance_is_memory_bounded():
     # issue 25, item 13: no (p, p, d) array (1000 x 1000 x 200 float64 = 1.6 GB before)
     import tracemalloc
 
-    from novelty._auto import median_point_distance
+    from novelty.detector._auto import median_point_distance
 
     Z = np.random.default_rng(7).normal(size=(3, 400, 200))
     tracemalloc.start()

@@ -13,8 +13,9 @@ from scipy.stats import binom
 from sklearn.base import clone
 
 import tskernels as tk
-from novelty import KernelNoveltyDetector, KNNScorer, _members
-from novelty._members import (
+from novelty import KernelNoveltyDetector, KNNScorer
+from novelty.detector import _members
+from novelty.detector._members import (
     CALIBRATION_FOLDS,
     LOO_MAX,
     Member,

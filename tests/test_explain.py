@@ -1,4 +1,5 @@
-"""Occlusion explanations (novelty._explain): the injected channel and interval are found, the
+"""Occlusion explanations (novelty.detector._explain): the injected channel and interval are
+found, the
 batched scoring equals scoring every occluded copy on its own (brute force), shapes, channel
 permutation equivariance, errors, and the plot."""
 
@@ -15,7 +16,7 @@ from sklearn.metrics import roc_auc_score
 
 import tskernels as tk
 from novelty import Explanation, KernelNoveltyDetector, plot_explanation
-from novelty._explain import occlusion_windows
+from novelty.detector._explain import occlusion_windows
 
 matplotlib.use("Agg")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from novelty import KernelNoveltyDetector
-from novelty._calibration import benjamini_hochberg
+from novelty.detector._calibration import benjamini_hochberg
 from tskernels import RBF, FlattenedKernel
 
 

@@ -26,7 +26,7 @@ from tskernels._yeo_johnson import (
 pytest.importorskip("sktime")
 
 import tskernels as tk  # noqa: E402
-from novelty._members import (  # noqa: E402
+from novelty.detector._members import (  # noqa: E402
     CROSS_FIT_LOO_MAX,
     MemberSpec,
     _calibration_folds,

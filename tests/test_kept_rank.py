@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from novelty import MahalanobisScorer
-from novelty._feature_scorers import FeatureVarianceNorm
-from novelty._variance_norm import kept_rank
+from novelty.scorers._feature_scorers import FeatureVarianceNorm
+from novelty.scorers._variance_norm import kept_rank
 
 
 def test_kept_rank_threshold_and_cap():

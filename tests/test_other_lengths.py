@@ -13,7 +13,7 @@ from sklearn.metrics import roc_auc_score
 
 import tskernels as tk
 from novelty import KernelNoveltyDetector
-from novelty._auto import default_members
+from novelty.detector._auto import default_members
 from tskernels import RandomConvolutionKernel
 
 N_KERNELS = 168

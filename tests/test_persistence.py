@@ -1,4 +1,4 @@
-"""Saving and loading a fitted detector (issue 22, item 2): novelty._persistence."""
+"""Saving and loading a fitted detector (issue 22, item 2): novelty.detector._persistence."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 
 import tskernels
 from novelty import KernelNoveltyDetector
-from novelty import _persistence as persistence
+from novelty.detector import _persistence as persistence
 
 
 def _walks(n, T=30, d=2, seed=0):
@@ -201,3 +201,26 @@ def test_save_accepts_a_string_path_in_the_current_folder(fitted, tmp_path, monk
     fitted.save("det.joblib")
     assert os.listdir(tmp_path) == ["det.joblib"]
     assert isinstance(KernelNoveltyDetector.load("det.joblib"), KernelNoveltyDetector)
+
+
+def test_a_file_saved_before_the_subpackages_loads(fitted, new, tmp_path, monkeypatch):
+    """A detector saved when its modules were ``novelty._members`` etc. (before the
+    ``novelty.scorers`` / ``novelty.detector`` folders) loads, and scores as before."""
+    import importlib
+    import sys
+
+    path = tmp_path / "former.joblib"
+    with monkeypatch.context() as m:  # write it as the former layout named its classes
+        for old, new_name in persistence.FORMER_MODULES.items():
+            module = importlib.import_module(new_name)
+            m.setitem(sys.modules, old, module)
+            for obj in list(vars(module).values()):
+                if isinstance(obj, type) and obj.__module__ == new_name:
+                    m.setattr(obj, "__module__", old)
+        fitted.save(path)
+    assert not any(old in sys.modules for old in persistence.FORMER_MODULES)
+    raw = path.read_bytes()
+    assert b"novelty._members" in raw and b"novelty.detector._members" not in raw
+    loaded = KernelNoveltyDetector.load(path)
+    np.testing.assert_array_equal(loaded.score_samples(new), fitted.score_samples(new))
+    assert not any(old in sys.modules for old in persistence.FORMER_MODULES)  # cleaned up

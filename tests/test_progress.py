@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import novelty._auto as auto
+import novelty.detector._auto as auto
 from novelty import KernelNoveltyDetector
-from novelty._progress import plan, progress, step
+from novelty.detector._progress import plan, progress, step
 from tskernels import RBF, FlattenedKernel
 
 
@@ -50,6 +50,7 @@ def test_no_bar_without_verbose(capsys):
         step("a")  # no-ops without a bar
     with pytest.raises(ValueError, match="The 'verbose' parameter of KernelNoveltyDetector"):
         KernelNoveltyDetector(verbose=-1).fit(_sines(5))
+    assert capsys.readouterr().err == ""  # the error comes before any progress bar
 
 
 class _Clock:

@@ -16,7 +16,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from novelty import GramScorer, KNNScorer, scorer_registry
-from novelty._scorer_registry import scorer_name
+from novelty.scorers._scorer_registry import scorer_name
 
 NAMES = list(scorer_registry())
 #: A bad value per scorer parameter (each must fail at fit, however it was set).

@@ -28,7 +28,7 @@ from novelty import (
     scorer_registry,
     unregister_scorer,
 )
-from novelty._gram_scorer import Interval
+from novelty.scorers._gram_scorer import Interval
 
 
 # --------------------------------------------------------------------------- the toy scorer

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from novelty import SpectralSupport
-from novelty._spectral_support import spectral_filter
+from novelty.scorers._spectral_support import spectral_filter
 
 
 def _laplacian(A, B, gamma=2.0):

@@ -15,14 +15,14 @@ import pytest
 import torch
 
 import experiments._protocol as protocol
-import novelty._variance_norm as vn_module
+import novelty.scorers._variance_norm as vn_module
 from experiments._cells import CVCell, Done, RunSetup, plan
 from experiments._grids import PRESETS
 from experiments._metrics import roc_auc_and_average_precision
 from experiments._protocol import Dataset, run_cv_cell
 from novelty import SpectralSupport, VarianceNorm
-from novelty._spectral_support import FILTERS
-from novelty._variance_norm_numba import conformance_sq_all_ranks
+from novelty.scorers._spectral_support import FILTERS
+from novelty.scorers._variance_norm_numba import conformance_sq_all_ranks
 
 PRE = {"max_length": 100, "clip": 5.0, "eps": 1e-4, "basepoint": True}
 ALL_SCORERS = ["conformance", "mahalanobis", "sse", "sosrep", "knn", "mean_embedding", "ocsvm"]
@@ -103,7 +103,7 @@ def test_fold_metrics_are_the_bits_of_the_vectorised_metrics():
 # ----------------------------------------------------------------------------- whole cells
 def _old_sse_sweep(self, Kt, dt, values, ranks):
     """The sweep before issue 25: one full ``_support`` (projection included) per lambda."""
-    from novelty._spectral_support import _ITERATIVE, _iterations, spectral_filter
+    from novelty.scorers._spectral_support import _ITERATIVE, _iterations, spectral_filter
 
     rows = []
     for lam in values:

@@ -18,8 +18,8 @@ from sklearn.exceptions import NotFittedError
 
 import tskernels as tk
 from novelty import KernelNoveltyDetector
-from novelty._calibration import conformal_threshold
-from novelty._members import Member, MemberSpec, robust_scale
+from novelty.detector._calibration import conformal_threshold
+from novelty.detector._members import Member, MemberSpec, robust_scale
 
 TOL = 1e-10
 
@@ -204,7 +204,8 @@ def test_default_recipe_update_equals_its_oracle_and_refit_equals_a_fit():
 def _flag_count(make, reps, n_a, n_b, eps=0.1, seed=21):
     """``reps`` independent repetitions: ``fit`` on n_a fresh normal series, ``update`` with
     n_b more, one fresh normal test series: the flags are i.i.d. Bernoulli(p), p <= eps for
-    held-out scores exchangeable with the test series' (module docstring of novelty._update)."""
+    held-out scores exchangeable with the test series' (module docstring of
+    novelty.detector._update)."""
     rng = np.random.default_rng(seed)
     flags = 0
     for _ in range(reps):

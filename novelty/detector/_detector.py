@@ -1,7 +1,8 @@
 r"""A scikit-learn novelty detector on multivariate time series: kernels + Gram-level scorers,
 conformally calibrated.
 
-``fit(X)`` on normal series fits one or more members (:mod:`novelty._members`: pre-processing
+``fit(X)`` on normal series fits one or more members (:mod:`novelty.detector._members`:
+pre-processing
 fitted on the corpus, a kernel, a Gram-level scorer) and their held-out (leave-one-out or
 cross-fitted) novelty scores of the corpus series. With several members (the default recipe,
 or ``kernel="auto"``), each member's novelty is put on one scale by its held-out scores,
@@ -9,12 +10,13 @@ or ``kernel="auto"``), each member's novelty is put on one scale by its held-out
 is the mean of the :math:`z`.
 
 ``score_samples`` is minus that novelty (higher = more normal). The held-out novelty scores
-:math:`c_1..c_n` of the corpus calibrate the threshold conformally (:mod:`novelty._calibration`):
+:math:`c_1..c_n` of the corpus calibrate the threshold conformally
+(:mod:`novelty.detector._calibration`):
 ``p_values(X)`` gives :math:`p = (1 + \#\{c_i \ge s\}) / (n + 1)` and ``predict`` flags
 :math:`p \le` ``contamination``, so a new normal series is flagged with probability at most
 ``contamination`` (exchangeability; up to the leave-one-out approximation, O(1/n)).
 Exact copies of a corpus series are held out with it and calibrate as one series (the
-exchangeable units are the distinct normal series; :mod:`novelty._members`, "Exact
+exchangeable units are the distinct normal series; :mod:`novelty.detector._members`, "Exact
 duplicates").
 ``decision_function = score_samples - offset_`` is negative exactly where ``predict`` is -1.
 
@@ -35,8 +37,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._constraints import InstanceOf, Interval, NameOf, StrOptions
 from ._calibration import conformal_p_values, conformal_threshold, min_corpus_for
-from ._constraints import InstanceOf, Interval, NameOf, StrOptions
 
 # torch, tskernels and the members are imported on first use (in fit / scoring), so that
 # ``from novelty import KernelNoveltyDetector`` costs scikit-learn's import alone.
@@ -50,7 +52,7 @@ MIN_SELECTION = 3
 # the names that ``scorer``, ``approximation`` and ``landmarks`` take, read when checked (the
 # modules that list them import torch)
 def _scorer_names() -> tuple[str, ...]:
-    from ._scorer_registry import scorer_registry
+    from ..scorers._scorer_registry import scorer_registry
 
     return (*scorer_registry(), "auto")
 
@@ -96,7 +98,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     kernel : ``None`` (default), ``"auto"`` or a ``tskernels.Kernel``.
         ``None``: the default recipe (:func:`novelty.default_members`), chosen from the
         benchmark in docs/results_detector.md. ``"auto"``: kernels and scorers chosen on the
-        normal series alone (:mod:`novelty._auto`: held-out normal series against synthetic
+        normal series alone (:mod:`novelty.detector._auto`: held-out normal series against synthetic
         anomalies), ``selection_`` shows the candidates. A kernel: that kernel with ``scorer``;
         tuned through ``kernel__<param>`` in ``GridSearchCV``.
     scorer : a name of :func:`novelty.scorer_registry`: "knn" (default), "conformance",
@@ -133,7 +135,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     approximation : None (default, exact Grams), "nystroem" or "features". For large corpora:
         each member maps the series to ``n_components`` features (Nyström landmarks, or the
         kernel's explicit / random Fourier features) and its scorer works on them, so the
-        N x N Gram is never formed (:mod:`novelty._approx_member`; README, "Large corpora").
+        N x N Gram is never formed (:mod:`novelty.detector._approx_member`; README, "Large
+        corpora").
         A corpus of at most ``n_components`` series is fitted exactly. ``kernel="auto"``
         selects on a seeded subsample of ``n_components`` series.
     n_components : int, default 1000, landmarks (or random features) per member.
@@ -171,7 +174,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         ``<= contamination``; among many normal series about ``contamination`` of them are
         flagged, so in a batch of 10,000 series with few anomalies most flags can be false.
         ``fdr=q`` (float in (0, 1)): flag the series that the Benjamini-Hochberg rule rejects
-        among the batch's conformal p-values (:func:`novelty._calibration.benjamini_hochberg`),
+        among the batch's conformal p-values
+        (:func:`novelty.detector._calibration.benjamini_hochberg`),
         so that the expected share of normal series among the flagged (the false-discovery
         rate) is at most ``q``, averaged over corpus draws. Use it when scoring a batch and
         acting on its flags; ``contamination`` is then not used.
@@ -247,6 +251,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         """Fit on normal series: all of X, or those with ``y == normal_label`` if that is set."""
         from ._progress import progress
 
+        self._check_params()  # a bad parameter (verbose included) fails before any progress bar
         with progress(self.verbose, "fit"):
             return self._fit(X, y)
 
@@ -337,7 +342,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         ``fdr=None`` (default): outlier where the conformal p-value is ``<= contamination`` (a
         per-series false-alarm rate). ``fdr=q``, a float in (0, 1): outlier where the
         Benjamini-Hochberg rule at level ``q`` rejects among the conformal p-values of the
-        series of X (:func:`novelty._calibration.benjamini_hochberg`): the expected share of
+        series of X (:func:`novelty.detector._calibration.benjamini_hochberg`): the expected share
+        of
         normal series among those flagged is at most ``q`` (conformal p-values of exchangeable
         normal series are PRDS; marginally over the corpus draw, up to the O(1/n) of held-out
         calibration scores). The flags then depend on the whole batch X. A corpus of one
@@ -364,7 +370,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         (pre-processing, kernel parameters, members); kNN members append the new rows
         (O(n_new N) kernel evaluations), other scorers are refitted on the stored Gram, and
         the calibration is updated so that the conformal guarantee holds. ``refit=True``:
-        ``fit`` on the union. What is exchangeable with what: :mod:`novelty._update`."""
+        ``fit`` on the union. What is exchangeable with what: :mod:`novelty.detector._update`."""
         from ._update import update_detector
 
         return update_detector(self, X_new, refit=refit)
@@ -402,7 +408,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def explain(self, X, **kwargs):
         """Per channel and per time step, how much each part of each series raises its novelty
         (occlusion: the drop when the part is replaced by the corpus's typical values): an
-        :class:`novelty.Explanation`; options and formulas in :func:`novelty._explain.explain`."""
+        :class:`novelty.Explanation`; options and formulas in
+        :func:`novelty.detector._explain.explain`."""
         from ._explain import explain
 
         return explain(self, X, **kwargs)
@@ -417,7 +424,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def save(self, path):
         """Write the fitted detector to one file at ``path`` (atomically), returns the path.
 
-        Format: :mod:`novelty._persistence` (joblib, with version and input-contract
+        Format: :mod:`novelty.detector._persistence` (joblib, with version and input-contract
         metadata). Security: like every pickle-based format, only load files you trust."""
         from ._persistence import save_detector
 
@@ -430,7 +437,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         Security: unpickling runs code named in the file: only load files you trust."""
         from ._persistence import load_detector
 
-        return load_detector(path)
+        return load_detector(path, cls)
 
     def __repr__(self, N_CHAR_MAX=700):
         """scikit-learn's repr; a fitted detector with several members or a selection adds
@@ -552,7 +559,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         Xs = self._series(X, reset=False)
         d = _channels(Xs)
         if d != self.n_channels_:
-            from ._layouts import single_series_hint
+            from .._layouts import single_series_hint
 
             hint = single_series_hint(X, self.n_channels_)
             raise ValueError(
@@ -600,7 +607,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def _check_params(self) -> None:
         """The declared constraints (``_parameter_constraints``), then what depends on
         several parameters: the scorer's own parameters and its need of a normalised kernel."""
-        from ._constraints import InvalidParameterError, validate_params
+        from .._constraints import InvalidParameterError, validate_params
 
         try:
             validate_params(self)
@@ -636,7 +643,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def _series(self, X, reset: bool):
         """The series of ``X`` as a checked float64 :class:`tskernels.SeriesBatch` (on the
         CPU): the one check of the input per public call (the members, their pre-processing
-        and kernels take it as checked, :mod:`novelty._members`). NaN gaps are filled or
+        and kernels take it as checked, :mod:`novelty.detector._members`). NaN gaps are filled or
         refused by ``missing``."""
         from tskernels import SeriesBatch
 
@@ -644,7 +651,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
     def _series_arrays(self, X, reset: bool):
         """numpy (n, T, d) array or list of (T_i, d) arrays, validated (:meth:`_series`)."""
-        from ._layouts import as_series_collection
+        from .._layouts import as_series_collection
 
         if hasattr(X, "ndim") and X.ndim == 2 and not hasattr(X, "columns"):
             if self.layout is None:

@@ -7,7 +7,8 @@ box" for the measurements behind it.
 
 1. the corpus is split into ``n_folds`` folds (leave-one-out below 5 series);
 2. in each fold, pre-processing and kernels are fitted on the training part; each held-out
-   normal series gives one synthetic anomaly of every kind of :mod:`novelty._perturbations`;
+   normal series gives one synthetic anomaly of every kind of
+   :mod:`novelty.detector._perturbations`;
 3. per kernel, one training Gram and one cross Gram serve every scorer;
 4. a candidate's selection score (the *proxy*) is the mean, over the kinds of perturbation,
    of the ROC-AUC of held-out normal series against that kind's anomalies (pooled over

@@ -1,5 +1,5 @@
 r"""Novelty scorers on explicit feature vectors :math:`\Phi` (Nyström or random features of
-:mod:`novelty._approximation`), so that no N x N Gram is formed.
+:mod:`novelty.detector._approximation`), so that no N x N Gram is formed.
 
 Each is the exact Gram scorer of the same name with :math:`K = \Phi\Phi^\top`, rewritten on
 M x M matrices (N corpus vectors of dimension M):
@@ -133,7 +133,7 @@ def nearest_squared_distances(
     each) give the k candidates, whose distances are then recomputed from the differences
     (no cancellation near 0). ``exclude``: one corpus row per query left out (leave-one-out).
     ``groups`` = (query groups (n,), corpus groups (N,)): every corpus row of a query's group
-    is left out (its exact copies, :func:`novelty._members.duplicate_groups`).
+    is left out (its exact copies, :func:`novelty.detector._members.duplicate_groups`).
     ``fast`` (default: when n N M >= ``FAST_WORK``): the candidates come from float32 products
     (twice the speed), ``FAST_EXTRA`` more than k of them, and are recomputed in float64; a
     true neighbour can then be missed only for a near-tie, by about 1e-7 (|q|^2 + |e|^2) in
@@ -174,7 +174,7 @@ def nearest_squared_distances(
 
 class FeatureScorer:
     r"""The contract of the scorers on explicit feature vectors (the ``feature_form`` of a
-    :class:`~novelty._gram_scorer.GramScorer`, used under ``approximation=``):
+    :class:`~novelty.scorers._gram_scorer.GramScorer`, used under ``approximation=``):
 
     - ``__init__`` takes the constructor parameters of its Gram scorer (it may add its own);
     - ``fit(Phi, diag)``: ``Phi`` (N, M) corpus features, ``diag`` (N,) the exact
@@ -197,7 +197,8 @@ class FeatureScorer:
 
     def held_out_scores(self, Phi, diag, rows, groups=None, *, make) -> np.ndarray:
         """Scores of the corpus rows ``rows`` (n_held,), each by a scorer fitted without it,
-        array (n_held,). Folds: :func:`novelty._folds.fold_units` over ``rows`` as given (they
+        array (n_held,). Folds: :func:`novelty.scorers._folds.fold_units` over ``rows`` as given
+        (they
         are in random order already: leave-one-out up to ``LOO_MAX``, else consecutive folds);
         with duplicate ``groups`` (one id per corpus row), every row of a fold's groups is
         left out of its refit. ``make(n_train)`` returns the unfitted scorer of a refit."""

@@ -34,7 +34,7 @@ def _as_partitionable(X):
         return X
     if isinstance(X, (list, tuple)):
         return list(X)
-    from ._layouts import as_series_collection
+    from .._layouts import as_series_collection
 
     return as_series_collection(X, name="X")
 

@@ -126,7 +126,7 @@ class SpectralSupport(GramScorer):
     name = "sse"
     family = "sse"
     description = "spectral support estimation, Tikhonov filter (1 - F_n)"
-    feature_form = deferred_class("novelty._feature_scorers:FeatureSpectralSupport")
+    feature_form = deferred_class("novelty.scorers._feature_scorers:FeatureSpectralSupport")
     cli_grid = "sse_lams"
 
     def __init__(

@@ -2,7 +2,7 @@
 detector, ``approximation=``, the experiments and the tests; :func:`register_scorer` adds a
 scorer of one's own, :func:`scorer_name` is the inverse.
 
-A scorer is defined by its class (:class:`~novelty._gram_scorer.GramScorer`: its ``name``,
+A scorer is defined by its class (:class:`~novelty.scorers._gram_scorer.GramScorer`: its ``name``,
 ``family``, ``description``, parameter constraints, feature form, held-out scoring and CLI
 grid). The built-in scorers are listed below, one line each, as "module:class" and imported on
 first use: the names alone (:func:`scorer_names`) import neither torch nor scikit-learn, so the
@@ -60,6 +60,7 @@ class deferred_class:
 
 
 _LOADED: dict[str, type] = {}  # the built-in classes imported so far
+_MAPPING: Mapping[str, type] | None = None  # scorer_registry()'s answer, until a change
 
 
 def _load(name: str) -> type:
@@ -73,6 +74,11 @@ def _load(name: str) -> type:
             )
         _LOADED[name] = cls
     return cls
+
+
+def _reset() -> None:
+    global _MAPPING
+    _MAPPING = None
 
 
 def scorer_names() -> tuple[str, ...]:
@@ -98,7 +104,10 @@ def scorer_registry() -> Mapping[str, type[GramScorer]]:
 
     The mean-kNN rule (ROCKAD's) is ``KNNScorer(aggregate="mean")``.
     """
-    return MappingProxyType({**{name: _load(name) for name in _BUILTIN}, **_ADDED})
+    global _MAPPING
+    if _MAPPING is None:  # built once; register_scorer / unregister_scorer reset it
+        _MAPPING = MappingProxyType({**{name: _load(name) for name in _BUILTIN}, **_ADDED})
+    return _MAPPING
 
 
 def register_scorer(cls: type) -> type:
@@ -129,6 +138,7 @@ def register_scorer(cls: type) -> type:
         raise ValueError(f"scorer name {name!r} is taken by {taken.__name__}")
     if name not in _BUILTIN:
         _ADDED[name] = cls
+        _reset()
     return cls
 
 
@@ -139,6 +149,7 @@ def unregister_scorer(name: str) -> None:
     if name not in _ADDED:
         raise ValueError(f"no scorer {name!r} was registered")
     del _ADDED[name]
+    _reset()
 
 
 def scorer_name(scorer) -> str:

@@ -17,7 +17,7 @@ and they are checked in ``fit`` and again in ``score``, so ``set_params`` cannot
 value past them; fitted attributes end in ``_``
 and every post-fit method starts with scikit-learn's ``check_is_fitted``.
 
-:func:`~novelty._scorer_registry.scorer_registry` (its own module, which imports every
+:func:`~novelty.scorers._scorer_registry.scorer_registry` (its own module, which imports every
 scorer) maps each scorer name to its class; the detector, the experiments and the tests read
 that one list. Capabilities are class attributes (tags): ``sweep_axis``,
 ``rank_param``, ``requires_diag``, ``requires_normalized``.
@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._constraints import (  # re-exported: the scorer modules declare with these
+from .._constraints import (  # re-exported: the scorer modules declare with these
     Interval,
     Options,
     StrOptions,
@@ -85,20 +85,20 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
     and, when ``sweep_axis`` is set, implement ``_sweep``.
 
     The definition of a scorer (class attributes and methods, read by the registry, the
-    detector, ``approximation=`` and the experiments; :mod:`novelty._scorer_registry`)
+    detector, ``approximation=`` and the experiments; :mod:`novelty.scorers._scorer_registry`)
     ---------------------------------------------------------------------------------------
     name : str, the registry name (``KernelNoveltyDetector(scorer=name)``, ``--scorers name``).
     family : str, the experiments' shared fit (:mod:`experiments._scorers`): "variance_norm",
         "sse", "sosrep", or "baseline" (each scorer fitted on its own; the default, and what
         the CLI word "baselines" expands to).
     description : str, one line (``python -m experiments list --check``).
-    feature_form : the class scoring on explicit features (:mod:`novelty._feature_scorers`,
-        a :class:`~novelty._feature_scorers.FeatureScorer` taking this class's constructor
+    feature_form : the class scoring on explicit features (:mod:`novelty.scorers._feature_scorers`,
+        a :class:`~novelty.scorers._feature_scorers.FeatureScorer` taking this class's constructor
         parameters), or None: ``approximation=`` is not supported.
     cli_grid : str or None, the key of the experiments' run config holding the values that
         the CV sweeps along ``sweep_axis`` ("alphas", "sse_lams"); None without an axis.
     held_out_scores(K, diag, groups) : held-out scores of the corpus (the calibration), by
-        refits on the folds of :mod:`novelty._folds` (``held_out_steps(n)`` of them); kNN
+        refits on the folds of :mod:`novelty.scorers._folds` (``held_out_steps(n)`` of them); kNN
         overrides both with its exact leave-one-out.
     limit_to_corpus(n) : adapt the parameters to a corpus of n series (kNN lowers k).
     keeps_refits : bool; with ``scores_by_refits(refits)``: whether new series are scored by
@@ -188,7 +188,8 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         progress=None,
     ) -> np.ndarray:
         """Novelty of every corpus point by a refit without it, array (N,): for each fold of
-        :func:`novelty._folds.calibration_folds` (``LOO_MAX``; with duplicate ``groups``, every
+        :func:`novelty.scorers._folds.calibration_folds` (``LOO_MAX``; with duplicate ``groups``,
+        every
         copy in the same fold) a clone of this unfitted scorer is fitted on ``K`` [train,
         train] and scores ``K`` [test, train] with ``diag`` [test]. ``models`` receives each
         refit as (training rows, fitted scorer); ``progress()`` is called after each."""

@@ -29,7 +29,7 @@ def _series_list(Xs) -> list[np.ndarray]:
 def _band_source(detector, X, corpus):
     """(corpus series, the new series in the same space, a note on that space)."""
     if corpus is not None:
-        from ._layouts import as_series_collection
+        from .._layouts import as_series_collection
 
         C = _series_list(as_series_collection(corpus))
         if C[0].shape[1] != detector.n_channels_:

@@ -19,12 +19,12 @@ selection of ``kernel="auto"`` is not rerun). Each member then:
   (``n_neighbors``) smallest squared feature-space distances to the series outside its
   duplicate group (an :math:`N \times k` array); the union's are those merged with the new
   distances, so the leave-one-out scores of every series of :math:`A \cup B` are exact
-  (:func:`~novelty._members._knn_leave_one_out` on the union Gram) at :math:`O(mNk)` cost;
+  (:func:`~novelty.detector._members._knn_leave_one_out` on the union Gram) at :math:`O(mNk)` cost;
 - **other Gram scorers** (conformance, Mahalanobis, SSE, SOS-rep, mean embedding, OC-SVM):
   the fit kept the corpus Gram :math:`K_{AA}` (the :math:`N \times N` float64 matrix the fit
   builds anyway); the union Gram :math:`\begin{pmatrix}K_{AA} & K_{BA}^\top\\ K_{BA} &
   K_{BB}\end{pmatrix}` is assembled and the scorer refitted on it, with its held-out refits
-  (:func:`~novelty._members.held_out_scores`). This is exact; no rank-one update of the
+  (:func:`~novelty.detector._members.held_out_scores`). This is exact; no rank-one update of the
   eigendecompositions is attempted, since the held-out refits need the whole Gram anyway.
 
 So a member is, after the update, **exactly** the member a fit on :math:`A \cup B` gives when
@@ -62,7 +62,8 @@ score of a new normal series :math:`x` to be exchangeable with the calibration s
 - A member whose kernel needs a fit but was fitted on fewer than 3 distinct series (no
   cross-fitting at fit) is updated as a plain member, as ``fit`` treats it.
 
-**Exact duplicates.** Groups are those of the union (:func:`~novelty._members.duplicate_groups`
+**Exact duplicates.** Groups are those of the union
+(:func:`~novelty.detector._members.duplicate_groups`
 of :math:`A \cup B`, numbered by first occurrence, so :math:`A`'s numbering is kept): a new
 series that copies a corpus series joins its group (held out with it; no calibration score of
 its own), copies among the new series form new groups. ``duplicate_groups_`` becomes the
@@ -70,7 +71,8 @@ union's (None when every series is distinct).
 
 **The detector afterwards**: ``n_corpus_`` :math:`= N + m`; each member's ``calibration_`` has
 one score per distinct series of the union in order of first occurrence; ``scales_`` (several
-members) are recomputed from the updated calibrations (:func:`~novelty._members.robust_scale`),
+members) are recomputed from the updated calibrations
+(:func:`~novelty.detector._members.robust_scale`),
 ``calibration_scores_`` is their combination as in ``fit``, ``threshold_`` the conformal
 threshold of those at ``contamination`` and ``offset_ = -threshold_``.
 
@@ -83,10 +85,11 @@ updated without a refit (``NotImplementedError``; use ``refit=True``). A detecto
 ``approximation`` on at most ``n_components`` series has exact members, which are updated
 as above and stay exact even when the union exceeds ``n_components``.
 
-State kept by the fit for this (``Member.update_state_``, :func:`fit_state`): the checked raw
-corpus (for ``refit=True`` and the duplicate groups; the pre-processed corpus ``corpus_`` is
-kept anyway), and the kNN distances (:math:`N \times k`) or the corpus Gram
-(:math:`N \times N`, non-kNN scorers). It is saved with the detector.
+State kept by the fit for this (``Member.update_state_``,
+:func:`~novelty.detector._members.fit_state`): the checked raw corpus (for ``refit=True`` and
+the duplicate groups; the pre-processed corpus ``corpus_`` is kept anyway), and the kNN
+distances (:math:`N \times k`) or the corpus Gram (:math:`N \times N`, non-kNN scorers). It is
+saved with the detector.
 """
 
 from __future__ import annotations
@@ -99,13 +102,15 @@ import torch
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._baselines import KNNScorer, squared_feature_distances
+from ..scorers._baselines import KNNScorer, squared_feature_distances
+from ..scorers._folds import fold_units
+from ..scorers._gram_scorer import validate_params
 from ._calibration import conformal_threshold, min_corpus_for
-from ._folds import fold_units
-from ._gram_scorer import validate_params
 from ._members import (
     LOO_MAX,
     Member,
+    _group_tensor,
+    _n_distinct,
     aggregate_nearest,
     duplicate_groups,
     first_occurrences,
@@ -116,47 +121,9 @@ from ._members import (
     robust_scale,
 )
 
-__all__ = ["fit_state", "update_detector"]
+__all__ = ["update_detector"]
 
 
-# ------------------------------------------------------------------ state kept by the fit
-def fit_state(member: Member, X, K: torch.Tensor) -> dict:
-    """What ``update`` needs of a member fitted on the checked collection ``X`` with corpus
-    Gram ``K`` (called at the end of ``Member.fit``, once ``duplicate_groups_`` and
-    ``calibration_`` are set): ``{"raw": X, "cross_fitted": bool}`` plus ``"nearest_d2"``
-    (kNN plain members: per corpus series the ``min(n_neighbors, N)`` smallest squared
-    feature-space distances to the series outside its duplicate group, ascending, +inf where
-    fewer) or ``"gram"`` (non-kNN scorers: ``K`` itself, no copy)."""
-    state = {"raw": X, "cross_fitted": _cross_fitted(member)}
-    template = make_scorer(member.spec)
-    if not isinstance(template, KNNScorer):
-        state["gram"] = K
-    elif not state["cross_fitted"]:
-        diag = torch.diagonal(K).clone()
-        groups = _group_tensor(member.duplicate_groups_, K.shape[0], K.device)
-        d2 = squared_feature_distances(K, diag, diag, float(diag.abs().max()) + 1.0)
-        d2 = d2.masked_fill(groups[:, None] == groups[None, :], math.inf)
-        k = min(int(template.n_neighbors), K.shape[0])
-        state["nearest_d2"] = torch.topk(d2, k, dim=1, largest=False).values
-    return state
-
-
-def _cross_fitted(member: Member) -> bool:
-    """Whether ``Member.fit`` cross-fitted the calibration (its rule: a ``needs_fit`` kernel
-    and at least 3 distinct corpus series)."""
-    return bool(getattr(member.kernel_, "needs_fit", False)) and _n_distinct(member) >= 3
-
-
-def _n_distinct(member: Member) -> int:
-    groups = member.duplicate_groups_
-    return len(_raw(member)) if groups is None else int(groups.max()) + 1
-
-
-def _raw(member):
-    return member.update_state_["raw"] if hasattr(member, "update_state_") else member.corpus_
-
-
-# ------------------------------------------------------------------ the detector
 def update_detector(det, X_new, refit: bool = False):
     """``det.update(X_new, refit)`` (module docstring); returns ``det``."""
     check_is_fitted(det, "members_")
@@ -323,7 +290,7 @@ def _member_update(m: Member, Xs, raw, groups: np.ndarray | None) -> dict:
 def _plain_scores(spec, scorer, K, diag, groups) -> tuple[np.ndarray, list | None]:
     """Held-out scores of the union by scorer refits, as ``Member.fit`` computes them, and the
     held-out models when the scorer scores new series by them
-    (:meth:`~novelty._gram_scorer.GramScorer.scores_by_refits`), else None."""
+    (:meth:`~novelty.scorers._gram_scorer.GramScorer.scores_by_refits`), else None."""
     models = [] if scorer.keeps_refits else None
     cal = held_out_scores(spec, K, diag, groups, models)
     keep = models if models and scorer.scores_by_refits(models) else None
@@ -368,7 +335,7 @@ def _knn_scores(template: KNNScorer, nearest, g_rows, g, n: int) -> np.ndarray:
     """kNN held-out scores of the rows with groups ``g_rows`` from their ascending squared
     distances ``nearest`` to the series outside their group (``g``: the groups of all ``n``
     series): k lowered to the series available (as
-    :func:`~novelty._members._knn_leave_group_out`)."""
+    :func:`~novelty.detector._members._knn_leave_group_out`)."""
     available = n - torch.bincount(g, minlength=int(g.max()) + 1)[g_rows]
     k_row = available.clamp(min=1, max=int(template.n_neighbors))
     dist = nearest[:, : int(k_row.max())].sqrt()
@@ -395,12 +362,6 @@ def _union_gram(K_aa, K_ba, K_bb) -> torch.Tensor:
     K[:N, N:] = K_ba.T
     K[N:, N:] = K_bb
     return K
-
-
-def _group_tensor(groups, n: int, device) -> torch.Tensor:
-    if groups is None:
-        return torch.arange(n, device=device)
-    return torch.as_tensor(np.asarray(groups), dtype=torch.long, device=device)
 
 
 def concat_series(A, B):

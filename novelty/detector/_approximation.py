@@ -38,7 +38,7 @@ the N x M' output); ``fit`` costs N M kernel evaluations plus O(M^3).
   :math:`\tilde\ell_i`. Cost: a second N x M cross-Gram.
 
 With ``n_components >= N`` every corpus series is a landmark (in corpus order): the map then
-reproduces the exact corpus Gram, and the scorers of :mod:`novelty._feature_scorers` the
+reproduces the exact corpus Gram, and the scorers of :mod:`novelty.scorers._feature_scorers` the
 exact scorers.
 
 **Explicit features** (:class:`RandomFeatures`, ``approximation="features"``):

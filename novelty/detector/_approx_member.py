@@ -3,26 +3,27 @@ the corpus enters through an N x M feature matrix, never an N x N Gram.
 
 Fit on N corpus series with M = ``n_components``:
 
-1. pre-processing as :class:`novelty._members.Member`;
+1. pre-processing as :class:`novelty.detector._members.Member`;
 2. a **calibration set** H of ``min(CALIBRATION_MAX, N // 2)`` corpus series, drawn uniformly
    with the seed; the kernel (when it is fitted on data) and the landmarks use the other
    series only, so the series of H are mapped exactly as new series are;
-3. the feature map (:mod:`novelty._approximation`) and :math:`\Phi` of all N series; the
-   feature-space scorer (:mod:`novelty._feature_scorers`) fitted on all N;
+3. the feature map (:mod:`novelty.detector._approximation`) and :math:`\Phi` of all N series; the
+   feature-space scorer (:mod:`novelty.scorers._feature_scorers`) fitted on all N;
 4. held-out scores of H: exact leave-one-out for the kNN scorer (each series of H against the
    other N - 1), otherwise the scorer refitted without each fold of H (leave-one-out up to
    ``LOO_MAX`` series, else ``CALIBRATION_FOLDS`` folds) and the fold scored. These are the
    conformal calibration scores (|H| of them instead of N).
 
-Exact copies (:func:`novelty._members.duplicate_groups`) are held out together, as in
-:class:`~novelty._members.Member`: H is drawn among the distinct series (one row per group),
+Exact copies (:func:`novelty.detector._members.duplicate_groups`) are held out together, as in
+:class:`~novelty.detector._members.Member`: H is drawn among the distinct series (one row per
+group),
 the kernel and landmarks are fitted on the series of the other groups, and a held-out series
 is scored without any of its copies (kNN: against the rows of other groups; the refits:
 without every row of the fold's groups). A corpus without copies is fitted exactly as before.
 
 Cost: N M kernel evaluations (+ the landmark rule's), O(N M^2) for the scorer, and for the
 calibration of the kNN scorer |H| N M; memory O(N M). A corpus of at most M series is fitted
-exactly (:class:`novelty._members.Member`): the exact Gram is then no larger than the
+exactly (:class:`novelty.detector._members.Member`): the exact Gram is then no larger than the
 approximation's M x M one, and a Nyström map with every series as a landmark reproduces it.
 
 Kernels with exact explicit features (the random-convolution kernel with its linear static
@@ -39,12 +40,13 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
+from ..scorers._gram_scorer import GramScorer
+from ..scorers._scorer_registry import scorer_registry
 from ._approximation import (
     APPROXIMATIONS,
     LANDMARK_RULES,
     make_feature_map,
 )
-from ._gram_scorer import GramScorer
 from ._members import (
     Member,
     duplicate_groups,
@@ -52,7 +54,6 @@ from ._members import (
     scorer_class,
     scorer_params,
 )
-from ._scorer_registry import scorer_registry
 
 __all__ = ["ApproximateMember", "check_approximation", "feature_scorers", "make_member"]
 
@@ -94,7 +95,7 @@ def make_member(spec, approximation, n_components, landmarks, seed, n_corpus):
 
 def make_feature_scorer(spec, n_corpus: int | None = None):
     """The unfitted feature form of the spec's scorer (its class's ``feature_form``) with the
-    parameters the exact scorer would get (:func:`novelty._members.scorer_params`, or an
+    parameters the exact scorer would get (:func:`novelty.detector._members.scorer_params`, or an
     instance's own), adapted to a corpus of ``n_corpus`` vectors when given."""
     cls = scorer_class(spec.scorer)
     if isinstance(spec.scorer, GramScorer):

@@ -6,7 +6,7 @@ A :class:`Member` turns series into novelty scores (higher = more novel):
 1. optional pre-processing fitted on the corpus (:class:`tskernels.transforms.Preprocessor`);
 2. the kernel, fitted on the corpus when its parameters depend on data (GAK's median
    heuristic, the random-convolution features), and the corpus Gram :math:`K`;
-3. a Gram-level scorer (:class:`~novelty._gram_scorer.GramScorer`, named in
+3. a Gram-level scorer (:class:`~novelty.scorers._gram_scorer.GramScorer`, named in
    :func:`~novelty.scorer_registry` or given as an instance) fitted on :math:`K`.
 
 Its calibration scores are held-out scores of the corpus series: leave-one-out for the kNN
@@ -14,7 +14,7 @@ scorer (exact: each series against the others, read off :math:`K`), leave-one-ou
 N <= ``LOO_MAX`` series, else ``CALIBRATION_FOLDS``-fold refits. A kernel whose features are
 learned from the corpus (``needs_fit``) is refitted without the held-out series too
 (:func:`cross_fitted_scores`). They feed the conformal
-threshold and p-values (:mod:`novelty._calibration`) and, for an ensemble, the robust
+threshold and p-values (:mod:`novelty.detector._calibration`) and, for an ensemble, the robust
 standardisation :math:`(s - \operatorname{median}(c)) / \operatorname{IQR}(c)` that puts the
 members' scores on one scale before they are averaged.
 
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,14 +52,18 @@ from sklearn.base import clone
 
 from tskernels import SeriesBatch
 
-from ._baselines import aggregate_nearest  # noqa: F401 (read from here by novelty._update)
-from ._baselines import knn_leave_group_out as _knn_leave_group_out  # noqa: F401
-from ._baselines import knn_leave_one_out as _knn_leave_one_out  # noqa: F401
-from ._folds import CALIBRATION_FOLDS, LOO_MAX  # noqa: F401 (LOO_MAX: novelty._update)
-from ._folds import calibration_folds as _calibration_folds  # the one fold rule
-from ._gram_scorer import GramScorer
+from ..scorers._baselines import (
+    KNNScorer,
+    aggregate_nearest,  # noqa: F401 (read from here by novelty.detector._update)
+    squared_feature_distances,
+)
+from ..scorers._baselines import knn_leave_group_out as _knn_leave_group_out  # noqa: F401
+from ..scorers._baselines import knn_leave_one_out as _knn_leave_one_out  # noqa: F401
+from ..scorers._folds import CALIBRATION_FOLDS, LOO_MAX  # noqa: F401 (LOO_MAX: novelty.detector._update)
+from ..scorers._folds import calibration_folds as _calibration_folds  # the one fold rule
+from ..scorers._gram_scorer import GramScorer
+from ..scorers._scorer_registry import scorer_name, scorer_names, scorer_registry
 from ._progress import step
-from ._scorer_registry import scorer_name, scorer_names, scorer_registry
 
 __all__ = [
     "SCORERS",  # noqa: F822 (module __getattr__: read afresh)
@@ -175,7 +180,7 @@ def make_scorer(spec: MemberSpec, n_corpus: int | None = None) -> GramScorer:
 
 
 def planned_steps(spec: MemberSpec, n: int) -> int:
-    """Progress steps of fitting ``spec`` on ``n`` series (:mod:`novelty._progress`): the
+    """Progress steps of fitting ``spec`` on ``n`` series (:mod:`novelty.detector._progress`): the
     kernel and its Gram, then one per calibration refit (the scorer class's
     ``held_out_steps``: none for kNN's exact leave-one-out)."""
     if n <= 1:
@@ -248,7 +253,7 @@ def fit_pipeline(
     spec: MemberSpec, X: SeriesBatch, preprocessors: dict | None = None
 ) -> FittedPipeline:
     """The member pipeline of ``spec`` on the checked corpus ``X``, the one sequence that
-    :class:`Member` and the selection (:func:`novelty._auto.select_members`) both run: the
+    :class:`Member` and the selection (:func:`novelty.detector._auto.select_members`) both run: the
     pre-processing fitted on ``X`` (:func:`fit_preprocessing`), a copy of the kernel fitted on
     its output (:func:`prepare_kernel`) and the corpus Gram."""
     preprocessor, Z = fit_preprocessing(spec, X, preprocessors)
@@ -311,7 +316,8 @@ def held_out_scores(
 ) -> np.ndarray:
     """Novelty of every corpus series by a scorer fitted without it (see the module doc); with
     duplicate ``groups`` (:func:`duplicate_groups`), without any of its copies either: the
-    scorer's own ``held_out_scores`` (refits on the folds of :mod:`novelty._folds`; kNN's exact
+    scorer's own ``held_out_scores`` (refits on the folds of :mod:`novelty.scorers._folds`; kNN's
+    exact
     leave-one-out). A ``models`` list receives each refit as (training rows, fitted scorer)."""
     return make_scorer(spec).held_out_scores(
         K, diag, groups, models=models, progress=lambda: step(f"{spec.label()}: calibration")
@@ -396,9 +402,7 @@ class Member:
                 self.held_out_models_ = models
         if groups is not None and self.calibration_.size:
             self.calibration_ = self.calibration_[first_occurrences(groups)]
-        from ._update import fit_state  # what update(X_new) needs (novelty._update)
-
-        self.update_state_ = fit_state(self, X, K)
+        self.update_state_ = fit_state(self, X, K)  # what update(X_new) needs
         return self
 
     def _prepare(self, X: SeriesBatch, preprocessors: dict, fit: bool = False) -> SeriesBatch:
@@ -423,6 +427,51 @@ class Member:
         if models:  # as the calibration was scored (Member.fit)
             return np.mean([novelty(self.spec, s, Kt[:, tr], diag) for tr, s in models], axis=0)
         return novelty(self.spec, self.scorer_, Kt, diag)
+
+
+# ------------------------------------------------------------------ state kept for update
+def fit_state(member: Member, X, K: torch.Tensor) -> dict:
+    """What ``update`` needs of a member fitted on the checked collection ``X`` with corpus
+    Gram ``K`` (called at the end of ``Member.fit``, once ``duplicate_groups_`` and
+    ``calibration_`` are set): ``{"raw": X, "cross_fitted": bool}`` plus ``"nearest_d2"``
+    (kNN plain members: per corpus series the ``min(n_neighbors, N)`` smallest squared
+    feature-space distances to the series outside its duplicate group, ascending, +inf where
+    fewer) or ``"gram"`` (non-kNN scorers: ``K`` itself, no copy)."""
+    state = {"raw": X, "cross_fitted": _cross_fitted(member)}
+    template = make_scorer(member.spec)
+    if not isinstance(template, KNNScorer):
+        state["gram"] = K
+    elif not state["cross_fitted"]:
+        diag = torch.diagonal(K).clone()
+        groups = _group_tensor(member.duplicate_groups_, K.shape[0], K.device)
+        d2 = squared_feature_distances(K, diag, diag, float(diag.abs().max()) + 1.0)
+        d2 = d2.masked_fill(groups[:, None] == groups[None, :], math.inf)
+        k = min(int(template.n_neighbors), K.shape[0])
+        state["nearest_d2"] = torch.topk(d2, k, dim=1, largest=False).values
+    return state
+
+
+def _cross_fitted(member: Member) -> bool:
+    """Whether ``Member.fit`` cross-fitted the calibration (its rule: a ``needs_fit`` kernel
+    and at least 3 distinct corpus series)."""
+    return bool(getattr(member.kernel_, "needs_fit", False)) and _n_distinct(member) >= 3
+
+
+def _n_distinct(member: Member) -> int:
+    groups = member.duplicate_groups_
+    return len(_raw(member)) if groups is None else int(groups.max()) + 1
+
+
+def _raw(member):
+    return member.update_state_["raw"] if hasattr(member, "update_state_") else member.corpus_
+
+
+# ------------------------------------------------------------------ the detector
+def _group_tensor(groups, n: int, device) -> torch.Tensor:
+    if groups is None:
+        return torch.arange(n, device=device)
+    return torch.as_tensor(np.asarray(groups), dtype=torch.long, device=device)
+
 
 
 def robust_scale(c: np.ndarray) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from aeon.anomaly_detection.collection import BaseCollectionAnomalyDetector
 
-from ._detector import KernelNoveltyDetector
+from ..detector._detector import KernelNoveltyDetector
 
 __all__ = ["AeonKernelNoveltyDetector"]
 

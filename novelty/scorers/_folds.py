@@ -1,7 +1,7 @@
 """The held-out folds of the calibration: one rule, read by the exact members
-(:mod:`novelty._members`), the scorers' held-out scoring (:meth:`GramScorer.held_out_scores
-<novelty._gram_scorer.GramScorer.held_out_scores>`) and the feature scorers
-(:mod:`novelty._feature_scorers`).
+(:mod:`novelty.detector._members`), the scorers' held-out scoring (:meth:`GramScorer.held_out_scores
+<novelty.scorers._gram_scorer.GramScorer.held_out_scores>`) and the feature scorers
+(:mod:`novelty.scorers._feature_scorers`).
 
 The rule, on ``n`` held-out units (series, or groups of exact copies): leave one unit out when
 ``n <= loo_max``, else ``CALIBRATION_FOLDS`` folds of consecutive units of a seeded permutation
@@ -33,7 +33,8 @@ def fold_units(n: int, loo_max: int, shuffle: bool = True) -> list[np.ndarray]:
 
 def calibration_folds(n: int, loo_max: int, groups: np.ndarray | None = None):
     """(train, test) row-index pairs over ``n`` series by :func:`fold_units`. With duplicate
-    ``groups`` (one id per series, :func:`novelty._members.duplicate_groups`) the units are the
+    ``groups`` (one id per series, :func:`novelty.detector._members.duplicate_groups`) the units
+    are the
     groups: every copy of a series lies in the same test part (for groups ``arange(n)``, the
     folds of the series themselves)."""
     if groups is None:

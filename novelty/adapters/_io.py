@@ -349,7 +349,7 @@ def _read_ts(path: Path) -> SeriesFile:
         X, y = load_from_tsfile(str(path), return_data_type="nested_univ")
     except Exception as exc:  # sktime's parser errors have no common base
         raise SeriesFileError(f"{where}: not a readable .ts file ({_first_line(exc)})") from None
-    from ._layouts import as_series_collection
+    from .._layouts import as_series_collection
 
     Xs = as_series_collection(X, missing="interpolate")
     n = len(Xs)

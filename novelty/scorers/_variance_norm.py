@@ -18,7 +18,7 @@ Cumulative sums over m give every rank r = 1..M from one pass.
 
 :class:`VarianceNorm` is the shared engine (one fit, both scores, any alphas and ranks);
 :class:`MahalanobisScorer` and :class:`ConformanceScorer` are the two scores as
-:class:`~novelty._gram_scorer.GramScorer` s, with ``alpha`` a constructor parameter and a
+:class:`~novelty.scorers._gram_scorer.GramScorer` s, with ``alpha`` a constructor parameter and a
 ``sweep`` over every (alpha, rank) from one fit.
 """
 
@@ -267,7 +267,7 @@ class MahalanobisScorer(_VarianceNormScorer):
 
     name = "mahalanobis"
     description = "kernelised Mahalanobis distance to the corpus mean"
-    feature_form = deferred_class("novelty._feature_scorers:FeatureMahalanobis")
+    feature_form = deferred_class("novelty.scorers._feature_scorers:FeatureMahalanobis")
 
 
 class ConformanceScorer(_VarianceNormScorer):
@@ -290,7 +290,7 @@ class ConformanceScorer(_VarianceNormScorer):
         ranks = [model.n_components_ for _, model in refits]
         return bool(ranks) and max(ranks) < self.n_components_
     description = "distance to the nearest corpus point in the variance norm"
-    feature_form = deferred_class("novelty._feature_scorers:FeatureConformance")
+    feature_form = deferred_class("novelty.scorers._feature_scorers:FeatureConformance")
 
 
 def _project(K: torch.Tensor, projection: torch.Tensor) -> torch.Tensor:

@@ -261,7 +261,7 @@ def plot_explanation(detector_or_explanation, X, i: int = 0, *, max_channels: in
     _check_int(max_channels, "max_channels")
     import matplotlib.pyplot as plt
 
-    from ._layouts import as_series_collection
+    from .._layouts import as_series_collection
 
     if isinstance(detector_or_explanation, Explanation):
         if explain_kwargs:
@@ -472,7 +472,7 @@ def _checked(detector, X):
     Xs = detector._series(X, reset=False)
     d = Xs.d
     if d != detector.n_channels_:
-        from ._layouts import single_series_hint
+        from .._layouts import single_series_hint
 
         hint = single_series_hint(X, detector.n_channels_)
         raise ValueError(
@@ -486,7 +486,7 @@ def _raw_corpus(detector, corpus) -> list[np.ndarray]:
     """The raw corpus as a list of (T_j, d) arrays: ``corpus`` if given, else the corpus of a
     member without pre-processing."""
     if corpus is not None:
-        from ._layouts import as_series_collection
+        from .._layouts import as_series_collection
 
         C = list(as_series_collection(corpus, name="corpus", missing="interpolate"))
         if C[0].shape[1] != detector.n_channels_:

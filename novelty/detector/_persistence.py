@@ -31,9 +31,11 @@ files you trust.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import pickle
 import platform
+import sys
 import tempfile
 import warnings
 import zlib
@@ -48,6 +50,34 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "save_detector", "load_detector", "packag
 FORMAT = "tskernels-detector"
 #: The newest format version this code reads (and the one it writes).
 FORMAT_VERSION = 1
+
+
+#: Modules of the layout before novelty's subpackages -> where their classes live now. A file
+#: saved by that layout names its classes by the former modules; loading it reads them here.
+FORMER_MODULES = {
+    **{f"novelty.{m}": f"novelty.detector.{m}" for m in (
+        "_detector", "_members", "_auto", "_perturbations", "_calibration", "_approximation",
+        "_approx_member", "_update", "_explain", "_persistence", "_progress",
+    )},
+    **{f"novelty.{m}": f"novelty.scorers.{m}" for m in (
+        "_gram_scorer", "_baselines", "_variance_norm", "_variance_norm_numba",
+        "_spectral_support", "_sosrep", "_feature_scorers", "_scorer_registry", "_validation",
+    )},
+}  # fmt: skip
+
+
+@contextlib.contextmanager
+def _former_module_names():
+    """The former module names of :data:`FORMER_MODULES` resolvable while a file is read
+    (aliases in ``sys.modules``, removed afterwards; a name already there is left alone)."""
+    added = [old for old in FORMER_MODULES if old not in sys.modules]
+    for old in added:
+        sys.modules[old] = importlib.import_module(FORMER_MODULES[old])
+    try:
+        yield
+    finally:
+        for old in added:
+            sys.modules.pop(old, None)
 
 
 def package_version() -> str:
@@ -95,19 +125,20 @@ def save_detector(det, path) -> Path:
     return path
 
 
-def load_detector(path):
-    """The detector saved at ``path`` by :func:`save_detector`.
+def load_detector(path, expected: type):
+    """The detector saved at ``path`` by :func:`save_detector`, an instance of ``expected``
+    (the detector's class, which :meth:`KernelNoveltyDetector.load` passes: this module reads
+    the format and never imports the detector).
 
     ValueError when the file is not a saved detector, is truncated or corrupt, or has a newer
     ``format_version`` than this code reads; a UserWarning when another ``tskernels`` version
     saved it. A missing file, a folder or one without read permission raise their OSError.
     **Only load files you trust**: unpickling runs code named in the file."""
-    from ._detector import KernelNoveltyDetector
-
     path = Path(path)
-    bad = f"{str(path)!r} is not a saved KernelNoveltyDetector or is corrupt"
+    bad = f"{str(path)!r} is not a saved {expected.__name__} or is corrupt"
     try:
-        payload = joblib.load(path)
+        with _former_module_names():  # a file saved before the subpackages
+            payload = joblib.load(path)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except (
@@ -137,7 +168,7 @@ def load_detector(path):
             f"({FORMAT_VERSION}): upgrade tskernels to load it"
         )
     det = payload.get("estimator")
-    if not isinstance(det, KernelNoveltyDetector):
+    if not isinstance(det, expected):
         raise ValueError(f"{bad} (its estimator is {type(det).__name__}, not a detector)")
     saved, current = payload.get("package_version"), package_version()
     if saved != current:

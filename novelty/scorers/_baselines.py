@@ -58,7 +58,7 @@ class KNNScorer(GramScorer):
     min_corpus = 1  # a distance to one series is a score
     name = "knn"
     description = "feature-space distance to the nearest corpus point"
-    feature_form = deferred_class("novelty._feature_scorers:FeatureKNN")
+    feature_form = deferred_class("novelty.scorers._feature_scorers:FeatureKNN")
 
     def __init__(self, n_neighbors: int = 1, *, aggregate: str = "kth"):
         self.n_neighbors = n_neighbors
@@ -171,7 +171,7 @@ def knn_leave_one_out(
 def knn_leave_group_out(scorer: KNNScorer, d2: torch.Tensor, groups: np.ndarray) -> np.ndarray:
     """:func:`knn_leave_one_out` with every copy of a series left out: ``d2`` the squared
     corpus distances, ``groups`` the duplicate groups
-    (:func:`novelty._members.duplicate_groups`)."""
+    (:func:`novelty.detector._members.duplicate_groups`)."""
     n = d2.shape[0]
     g = torch.as_tensor(np.asarray(groups), dtype=torch.long, device=d2.device)
     d2 = d2.masked_fill(g[:, None] == g[None, :], float("inf"))  # the diagonal included
@@ -207,7 +207,7 @@ class MeanEmbeddingScorer(GramScorer):
     _parameter_constraints = {}
     name = "mean_embedding"
     description = "RKHS distance to the mean"
-    feature_form = deferred_class("novelty._feature_scorers:FeatureMeanEmbedding")
+    feature_form = deferred_class("novelty.scorers._feature_scorers:FeatureMeanEmbedding")
 
     def _fit(self, K: torch.Tensor) -> None:
         check_psd(K, "K_corpus", type(self).__name__)
