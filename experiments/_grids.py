@@ -66,6 +66,7 @@ ALPHAS = [1e-8, 1e-5, 1e-2]
 MAX_RANK = 50
 ROCKET_KERNELS = 10_000  # MiniRocket's F, the detector's (``novelty.detector._auto``)
 
+
 def scorer_names(*, word: bool = True) -> list[str]:
     """The scorer names of the CLI: those of ``novelty.scorer_registry()`` (read without
     importing a scorer module, so neither torch nor scikit-learn), then the word "baselines"

@@ -241,3 +241,20 @@ def test_log_space_tag_needs_the_log_hooks():
 
             def _log_diag(self, X):
                 return self._diag(X).log()
+
+
+def test_parameter_names_are_read_once_per_class_and_never_inherited():
+    """The ``__init__`` names are cached on each class itself: a subclass with other
+    parameters gets its own, not its parent's."""
+    import tskernels as tk
+
+    class Scaled(tk.FlattenedKernel):
+        def __init__(self, static=None, *, factor=2.0, **kwargs):
+            super().__init__(static, **kwargs)
+            self.factor = factor
+
+    base = tk.FlattenedKernel._get_param_names()
+    assert tk.FlattenedKernel._get_param_names() == base  # the cached answer
+    assert "factor" not in base
+    assert Scaled._get_param_names() == sorted([*base, "factor"])
+    assert Scaled(factor=3.0).get_params(deep=False)["factor"] == 3.0

@@ -174,6 +174,19 @@ def _as_constraint(c) -> Constraint:
     raise ValueError(f"unknown constraint {c!r}")
 
 
+_CHECKS: dict[int, tuple[list, list[Constraint]]] = {}  # id(declared) -> (declared, checks)
+
+
+def _checks(declared: list) -> list[Constraint]:
+    """The constraints of one declared list (a class-level constant), converted once: cached
+    by the list's identity (the cache holds the list, so its id is never reused)."""
+    hit = _CHECKS.get(id(declared))
+    if hit is None or hit[0] is not declared:
+        hit = (declared, [_as_constraint(c) for c in declared])
+        _CHECKS[id(declared)] = hit
+    return hit[1]
+
+
 def validate_parameter_constraints(constraints: dict, params: dict, caller_name: str) -> None:
     """Check each of ``params`` (name -> value) that has an entry in ``constraints`` (name ->
     list of constraints, or "no_validation"); the first value that satisfies none raises
@@ -183,7 +196,7 @@ def validate_parameter_constraints(constraints: dict, params: dict, caller_name:
         declared = constraints.get(name)
         if declared is None or declared == "no_validation":
             continue
-        checks = [_as_constraint(c) for c in declared]
+        checks = _checks(declared)
         if any(c.is_satisfied_by(value) for c in checks):
             continue
         texts = [str(c) for c in checks]

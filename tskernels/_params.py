@@ -78,7 +78,12 @@ class Parametrized:
 
     @classmethod
     def _get_param_names(cls) -> list[str]:
-        return sorted(cls._init_parameters())
+        """The sorted ``__init__`` parameter names, read from the signatures once per class."""
+        names = cls.__dict__.get("_param_names")
+        if names is None:
+            names = tuple(sorted(cls._init_parameters()))
+            cls._param_names = names  # on this class itself, never inherited
+        return list(names)
 
     def get_params(self, deep: bool = True) -> dict:
         """The ``__init__`` parameters; ``deep=True`` adds ``<param>__<sub>`` of parameters that

@@ -405,8 +405,8 @@ class RandomConvolutionKernel(Kernel):
         results are bit for bit those computed afresh. A ``fit`` in the block forgets the
         features of the previous fit. The caller must not modify the batches in the block (a
         change through numpy memory is not seen); the memory is released when it ends.
-        Cross-fitting uses it (``novelty._members.cross_fitted_scores``): the corpus part's
-        features are computed by ``fit`` and reused by the Grams of the fold."""
+        Cross-fitting uses it (``novelty.detector._members.cross_fitted_scores``): the corpus
+        part's features are computed by ``fit`` and reused by the Grams of the fold."""
         outer = "_feature_memo" in self.__dict__
         if not outer:
             self._feature_memo = []

@@ -90,13 +90,14 @@ def _fused_log_likelihood(X: np.ndarray):
     del L, pos
     E = np.empty_like(Lt)
     var = np.empty(Lt.shape[0])
+    scaled_logs, psi_variances = core.cores_for(Lt.size)  # serial or parallel, chosen once
 
     def ll(lam):
         lam = np.ascontiguousarray(lam, dtype=np.float64)
-        core.scaled_logs(Lt, post, lam, E)
+        scaled_logs(Lt, post, lam, E)
         with np.errstate(over="ignore", invalid="ignore"):
             np.expm1(E, out=E)  # numpy's (vectorised) expm1, as _psi
-        core.psi_variances(E, Lt, post, lam, var)
+        psi_variances(E, Lt, post, lam, var)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             out = -0.5 * n * np.log(var) + (lam - 1.0) * S
         return np.where(np.isfinite(out), out, -np.inf)

@@ -103,3 +103,12 @@ def psi_variances(E, Lt, post, lam, var) -> None:
         _psi_variances_parallel(E, Lt, post, lam, var)
     else:
         _psi_variances_serial(E, Lt, post, lam, var)
+
+
+def cores_for(size: int):
+    """(scaled_logs, psi_variances) compiled cores for arrays of ``size`` entries, chosen once
+    (the serial ones below ``PARALLEL_MIN``): what :func:`scaled_logs` and :func:`psi_variances`
+    dispatch to, for a caller evaluating many lambdas on the same arrays."""
+    if size >= PARALLEL_MIN:
+        return _scaled_logs_parallel, _psi_variances_parallel
+    return _scaled_logs_serial, _psi_variances_serial

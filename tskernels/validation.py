@@ -238,8 +238,9 @@ class SeriesBatch:
     @classmethod
     def _padded(cls, items: list[torch.Tensor]) -> SeriesBatch:
         """Series (T_i, d) stacked, each forward-fill padded to the longest."""
-        lengths = torch.tensor([t.shape[0] for t in items], dtype=torch.long,
-                               device=items[0].device)
+        lengths = torch.tensor(
+            [t.shape[0] for t in items], dtype=torch.long, device=items[0].device
+        )
         T = int(lengths.max())
         values = torch.stack([torch.cat([t, t[-1:].expand(T - t.shape[0], -1)]) for t in items])
         return cls(values.contiguous(), lengths)
@@ -250,10 +251,12 @@ class SeriesBatch:
         if len(batches) == 1:
             return batches[0]
         T = max(b.length for b in batches)
-        values = torch.cat([
-            torch.cat([b.values, b.values[:, -1:].expand(-1, T - b.length, -1)], dim=1)
-            for b in batches
-        ])
+        values = torch.cat(
+            [
+                torch.cat([b.values, b.values[:, -1:].expand(-1, T - b.length, -1)], dim=1)
+                for b in batches
+            ]
+        )
         return cls(values.contiguous(), torch.cat([b.lengths for b in batches]))
 
     @property

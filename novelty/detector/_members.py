@@ -473,7 +473,6 @@ def _group_tensor(groups, n: int, device) -> torch.Tensor:
     return torch.as_tensor(np.asarray(groups), dtype=torch.long, device=device)
 
 
-
 def robust_scale(c: np.ndarray) -> tuple[float, float]:
     """(median, IQR) of finite calibration scores; the IQR floored so it is never 0."""
     f = c[np.isfinite(c)]

@@ -184,7 +184,12 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         return as_numpy(self._sweep(Kt, dt, values, ranks))
 
     def held_out_scores(
-        self, K, diag, groups: np.ndarray | None = None, *, models: list | None = None,
+        self,
+        K,
+        diag,
+        groups: np.ndarray | None = None,
+        *,
+        models: list | None = None,
         progress=None,
     ) -> np.ndarray:
         """Novelty of every corpus point by a refit without it, array (N,): for each fold of

@@ -289,6 +289,7 @@ class ConformanceScorer(_VarianceNormScorer):
         with the whitened dimension, so new series are then scored as the calibration was."""
         ranks = [model.n_components_ for _, model in refits]
         return bool(ranks) and max(ranks) < self.n_components_
+
     description = "distance to the nearest corpus point in the variance norm"
     feature_form = deferred_class("novelty.scorers._feature_scorers:FeatureConformance")
 
