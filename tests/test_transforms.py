@@ -167,3 +167,20 @@ def test_batch_and_arrays_give_the_same_bits_as_the_per_series_steps(container):
     assert [o.shape for o in out] == [w.shape for w in want]
     for o, w in zip(out, want):
         np.testing.assert_array_equal(o, w)
+
+
+def test_an_overflowing_step_raises_instead_of_passing_inf_on():
+    """Finite series near the float64 limit: the pooling's window sum and the z-score overflow;
+    each raises the NaN/Inf error instead of handing infinite values to a kernel."""
+    from tskernels import SeriesBatch
+
+    huge = np.full((3, 300, 1), 1.5e308)  # pooled by windows of 3: the sum overflows
+    huge[1] *= -1.0
+    pre = Preprocessor(zscore="channel").fit(np.zeros((3, 300, 1)))
+    with np.errstate(all="ignore"):
+        for X in (huge, SeriesBatch.from_checked(huge)):
+            with pytest.raises(ValueError, match="NaN or infinite values"):
+                pre.transform(X)
+        fitted = Preprocessor(zscore="channel", eps=1e-300).fit(np.full((3, 5, 1), 1e-300))
+        with pytest.raises(ValueError, match="NaN or infinite values"):
+            fitted.transform(np.full((2, 5, 1), 1e308))  # (x - mean) / tiny scale: inf

@@ -14,8 +14,9 @@ same way. The public entries also take float64 numpy arrays (n, T, d) or lists o
 arrays, checked once (:func:`tskernels.validation.as_series_batch`), and give back the same
 kind: a SeriesBatch for a SeriesBatch, else an (n, T, d) array when every output series has
 one length and a list otherwise (what happens depends on the lengths, never on the container).
-A SeriesBatch is checked by construction and is not scanned again; each step's output is
-confirmed finite by one reduction (a step can overflow on finite input of extreme magnitude).
+A SeriesBatch is checked by construction and is not scanned again; the output of a step that
+can overflow on finite input of extreme magnitude (pooling, z-score) is confirmed finite by one
+reduction.
 
 The arithmetic is numpy's, value for value: the reductions (the pooling's window means, the
 z-score's statistics) are numpy's, on a view of the CPU batch, and the other steps are
@@ -278,16 +279,20 @@ class Preprocessor(BaseEstimator, TransformerMixin):
         return self
 
     def transform(self, X):
-        """The fitted steps on ``X`` (checked once here, unless a SeriesBatch); each step's
-        output is confirmed finite by one reduction."""
+        """The fitted steps on ``X`` (checked once here, unless a SeriesBatch); the outputs of
+        the steps that can overflow (pooling, z-score) are confirmed finite by one reduction."""
         check_is_fitted(self, "window_")
         check_clip(self.clip, "clip", allow_none=True)
         B, kind = _read(X)
-        B = self.zscore_._transform(_confirmed(_pool(B, self.window_)))
+        if self.window_ > 1:  # a window's sum can overflow on finite input
+            B = _confirmed(_pool(B, self.window_))
+        B = _confirmed(self.zscore_._transform(B))  # so can (x - mean) / scale
+        # the later steps keep finite values finite: clip bounds them, the basepoint is 0
+        # and the time channel lies in [0, 1]
         if self.clip is not None:
-            B = _clip(_confirmed(B), float(self.clip))
+            B = _clip(B, float(self.clip))
         if self.basepoint:
-            B = _basepoint(_confirmed(B))
+            B = _basepoint(B)
         if self.time_channel:
-            B = _time_channel(_confirmed(B))
-        return _give_back(_confirmed(B), kind)
+            B = _time_channel(B)
+        return _give_back(B, kind)

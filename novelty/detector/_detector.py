@@ -556,7 +556,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
     def _novelty(self, X) -> np.ndarray:
         check_is_fitted(self, "members_")
-        Xs = self._series(X, reset=False)
+        from tskernels import SeriesBatch
+
+        arrays = self._series_arrays(X, reset=False)  # checked once, as numpy
+        Xs = SeriesBatch.from_checked(arrays)  # the one crossing in (shared memory)
         d = _channels(Xs)
         if d != self.n_channels_:
             from .._layouts import single_series_hint
@@ -566,7 +569,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"channel mismatch: the detector was fitted on series with d={self.n_channels_} "
                 f"channels, got d={d}" + (f"; {hint}" if hint else "")
             )
-        _warn_in_sample(self, Xs)
+        _warn_in_sample(self, arrays)  # hashes the numpy series (no crossing back)
         from ._progress import plan, progress, step
 
         with progress(self.verbose, "score"):
