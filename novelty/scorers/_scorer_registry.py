@@ -9,8 +9,18 @@ first use: the names alone (:func:`scorer_names`) import neither torch nor sciki
 experiments CLI answers a mistyped name at once. Each line's name is checked against the
 class's own ``name`` when the class is imported.
 
-To add a scorer: write its class (one module) and either add one line to ``_BUILTIN`` or call
-``register_scorer(MyScorer)`` (docs/architecture.md has a runnable example).
+To add a scorer: write its class (one module) and either add one line to ``_BUILTIN``, call
+``register_scorer(MyScorer)`` (in this process), or declare it in the package that holds it
+as an entry point of the group ``novelty.scorers`` (every process: the detector, both CLIs):
+
+.. code-block:: toml
+
+    [project.entry-points."novelty.scorers"]
+    my_scorer = "my_package.scorers:MyScorer"
+
+An installed entry point's name is listed without importing its module; the class is imported
+when first used and checked as :func:`register_scorer` checks one (docs/architecture.md has a
+runnable example).
 """
 
 from __future__ import annotations
@@ -44,6 +54,32 @@ _BUILTIN: dict[str, str] = {
 }
 #: Scorers registered by :func:`register_scorer`, after the built-in ones.
 _ADDED: dict[str, type] = {}
+#: The entry-point group of scorers from installed packages (module docstring).
+ENTRY_POINT_GROUP = "novelty.scorers"
+_PLUGINS: dict[str, str] | None = None  # installed entry points: name -> "module:qualname"
+
+
+def _plugins() -> dict[str, str]:
+    """The scorers declared by installed packages (entry points of ``ENTRY_POINT_GROUP``), read
+    once per process; a name taken by a built-in scorer is ignored, with a warning."""
+    global _PLUGINS
+    if _PLUGINS is None:
+        import warnings
+        from importlib.metadata import entry_points
+
+        found: dict[str, str] = {}
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in _BUILTIN or ep.name in found:
+                warnings.warn(
+                    f"entry point {ep.name!r} = {ep.value!r} of {ENTRY_POINT_GROUP!r}: the "
+                    "name is taken by another scorer, so it is ignored",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                continue
+            found[ep.name] = ep.value
+        _PLUGINS = found
+    return _PLUGINS
 
 
 class deferred_class:
@@ -64,10 +100,24 @@ _MAPPING: Mapping[str, type] | None = None  # scorer_registry()'s answer, until 
 
 
 def _load(name: str) -> type:
+    """The class of a built-in or installed (entry-point) scorer, imported once."""
     cls = _LOADED.get(name)
     if cls is None:
-        module, qualname = _BUILTIN[name].split(":")
-        cls = getattr(import_module(f"{__package__}.{module}"), qualname)
+        if name in _BUILTIN:
+            module, qualname = _BUILTIN[name].split(":")
+            cls = getattr(import_module(f"{__package__}.{module}"), qualname)
+        else:
+            module, qualname = _plugins()[name].split(":")
+            try:
+                cls = import_module(module)
+                for part in qualname.split("."):
+                    cls = getattr(cls, part)
+            except (ImportError, AttributeError) as err:
+                raise ImportError(
+                    f"scorer {name!r} (entry point {_plugins()[name]!r} of "
+                    f"{ENTRY_POINT_GROUP!r}) cannot be imported: {err}"
+                ) from err
+            _check_definition(cls)
         if cls.name != name:
             raise TypeError(
                 f"{qualname}.name is {cls.name!r} but the registry lists it as {name!r}"
@@ -83,7 +133,8 @@ def _reset() -> None:
 
 def scorer_names() -> tuple[str, ...]:
     """The registered scorer names, built-in ones first (imports no scorer module)."""
-    return (*_BUILTIN, *_ADDED)
+    plugins = [name for name in _plugins() if name not in _ADDED]
+    return (*_BUILTIN, *plugins, *_ADDED)
 
 
 def scorer_registry() -> Mapping[str, type[GramScorer]]:
@@ -106,20 +157,17 @@ def scorer_registry() -> Mapping[str, type[GramScorer]]:
     """
     global _MAPPING
     if _MAPPING is None:  # built once; register_scorer / unregister_scorer reset it
-        _MAPPING = MappingProxyType({**{name: _load(name) for name in _BUILTIN}, **_ADDED})
+        loaded = {name: _load(name) for name in (*_BUILTIN, *_plugins()) if name not in _ADDED}
+        _MAPPING = MappingProxyType({**loaded, **_ADDED})
     return _MAPPING
 
 
-def register_scorer(cls: type) -> type:
-    """Register the GramScorer subclass ``cls`` under ``cls.name``: the detector
-    (``scorer=cls.name``), ``approximation=`` (with its ``feature_form``) and the experiments
-    CLI (``--scorers``) then accept it. Returns ``cls`` (usable as a class decorator). A name
-    already taken by another class raises ValueError; registering the same class again does
-    nothing."""
+def _check_definition(cls) -> None:
+    """What every added scorer must declare (:func:`register_scorer`, entry points)."""
     from ._gram_scorer import GramScorer
 
     if not (isinstance(cls, type) and issubclass(cls, GramScorer)):
-        raise TypeError(f"register_scorer takes a GramScorer subclass, got {cls!r}")
+        raise TypeError(f"a registered scorer must be a GramScorer subclass, got {cls!r}")
     name = cls.name
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"{cls.__name__}.name must be an identifier-like string, got {name!r}")
@@ -133,7 +181,17 @@ def register_scorer(cls: type) -> type:
         raise ValueError(
             f"{cls.__name__}.feature_form must be None or a FeatureScorer class, got {form!r}"
         )
-    taken = _ADDED.get(name) or (_load(name) if name in _BUILTIN else None)
+
+
+def register_scorer(cls: type) -> type:
+    """Register the GramScorer subclass ``cls`` under ``cls.name``: the detector
+    (``scorer=cls.name``), ``approximation=`` (with its ``feature_form``) and the experiments
+    CLI (``--scorers``) then accept it. Returns ``cls`` (usable as a class decorator). A name
+    already taken by another class raises ValueError; registering the same class again does
+    nothing."""
+    _check_definition(cls)
+    name = cls.name
+    taken = _ADDED.get(name) or (_load(name) if name in (*_BUILTIN, *_plugins()) else None)
     if taken is not None and taken is not cls:
         raise ValueError(f"scorer name {name!r} is taken by {taken.__name__}")
     if name not in _BUILTIN:
