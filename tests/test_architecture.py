@@ -392,3 +392,29 @@ def test_effective_options_are_named_and_frozen(tmp_path):
     assert isinstance(eff.messages, list)
     with pytest.raises(dataclasses.FrozenInstanceError):
         eff.kernels = []
+
+
+# ------------------------------------------------------------------ crossings per scoring call
+def test_scoring_crosses_numpy_and_torch_twice_outside_the_kernels_backends():
+    """The detector's own path converts the series once in (a SeriesBatch sharing the numpy
+    memory) and the stacked scores of its members once out; the kernels' compiled backends
+    (numba, sktime) take numpy by design and are not counted."""
+    import cProfile
+    import os
+    import pstats
+
+    rng = np.random.default_rng(0)
+    X = np.cumsum(rng.normal(size=(30, 40, 3)), axis=1)
+    Y = np.cumsum(rng.normal(size=(5, 40, 3)), axis=1)
+    det = KernelNoveltyDetector().fit(X)
+    assert len(det.members_) == 2
+    profile = cProfile.Profile()
+    profile.runcall(det.score_samples, Y)
+    own = ("novelty" + os.sep, os.sep + "validation.py", os.sep + "transforms.py")
+    crossings = 0
+    for (_, _, name), (*_, callers) in pstats.Stats(profile).stats.items():
+        if name.startswith("<method 'numpy'") or "from_numpy" in name or "as_tensor" in name:
+            crossings += sum(
+                c[1] for (file, _, _), c in callers.items() if any(o in file for o in own)
+            )
+    assert crossings == 2

@@ -185,11 +185,12 @@ class ApproximateMember(Member):
             "an approximate member has no Gram against the corpus: use features_.transform"
         )
 
-    def novelty(self, X) -> np.ndarray:
+    def novelty_tensor(self, X) -> torch.Tensor:
+        """Novelty of the checked series ``X``, float64 tensor (n,), in batches of
+        ``SCORE_BATCH`` series (no N x N Gram)."""
         Z = self._prepare(X, {})
-        n = len(Z)
-        out = np.empty(n)
-        for i in range(0, n, SCORE_BATCH):
+        parts = []
+        for i in range(0, len(Z), SCORE_BATCH):
             Phi, diag = self.features_.transform(Z[i : i + SCORE_BATCH])
-            out[i : i + Phi.shape[0]] = feature_novelty(self.spec, self.scorer_, Phi, diag).numpy()
-        return out
+            parts.append(feature_novelty(self.spec, self.scorer_, Phi, diag))
+        return torch.cat(parts).to(torch.float64)

@@ -421,12 +421,19 @@ class Member:
         """(Kt, diag) of the checked series ``X`` against the corpus (:func:`cross_grams`)."""
         return cross_grams(self.kernel_, self._prepare(X, {}), self.corpus_, self.spec.normalize)
 
-    def novelty(self, X) -> np.ndarray:
+    def novelty(self, X: SeriesBatch) -> np.ndarray:
+        """Novelty of the checked series ``X`` (higher = more novel), float64 array (n,)."""
+        return self.novelty_tensor(X).cpu().numpy()
+
+    def novelty_tensor(self, X: SeriesBatch) -> torch.Tensor:
+        """:meth:`novelty` as a float64 tensor on the scorer's device (the detector stacks its
+        members' scores and converts them to numpy once)."""
         Kt, diag = self.grams(X)
         models = getattr(self, "held_out_models_", None)
         if models:  # as the calibration was scored (Member.fit)
-            return np.mean([novelty(self.spec, s, Kt[:, tr], diag) for tr, s in models], axis=0)
-        return novelty(self.spec, self.scorer_, Kt, diag)
+            mean = np.mean([novelty(self.spec, s, Kt[:, tr], diag) for tr, s in models], axis=0)
+            return torch.from_numpy(mean)
+        return self.scorer_.score_tensor(Kt, diag)
 
 
 # ------------------------------------------------------------------ state kept for update

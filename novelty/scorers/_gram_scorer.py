@@ -143,7 +143,12 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         """Novelty score per test point (higher = more novel), float64 array (n_test,).
 
         ``K_test``: (n_test, N), k(test, corpus); ``diag_test``: (n_test,), k(test, test)."""
-        return as_numpy(self._score(*self._check_test(K_test, diag_test)))
+        return as_numpy(self.score_tensor(K_test, diag_test))
+
+    def score_tensor(self, K_test, diag_test=None) -> torch.Tensor:
+        """:meth:`score` as a float64 tensor on the scorer's device, not converted to numpy
+        (for callers that combine several scores before one conversion)."""
+        return self._score(*self._check_test(K_test, diag_test)).to(torch.float64)
 
     def sweep(self, K_test, diag_test=None, axis_values=None, ranks=None) -> np.ndarray:
         """Scores for every value of ``sweep_axis`` and every rank, array (n_axis, n_rank,
