@@ -16,8 +16,7 @@ sktime's ``write_ndarray_to_tsfile`` makes when given ``problem_name="<name>_TRA
   ``y_test``;
 - ``file.csv`` in long format, one row per (series, time step), a header line naming the
   columns, read by name (:func:`novelty.adapters._io.read_series`): the series id (``id``,
-  ``series``
-  or ``series_id``), the time (``time``, ``t``, ``timestamp`` or ``step``), the label
+  ``series`` or ``series_id``), the time (``time``, ``t``, ``timestamp`` or ``step``), the label
   (``label``, ``class`` or ``y``), an optional ``split`` (``train``/``test``); every other
   column is a channel. A missing column is an error naming the columns found;
 - ``sktime:NAME``: sktime's loader ``sktime.datasets.load_NAME`` (e.g.
@@ -387,8 +386,8 @@ def _load_npz(path: Path, seed: int) -> UserData:
 
 def _load_csv(path: Path, seed: int) -> UserData:
     """A long CSV read by column *names* (:func:`novelty.adapters._io.read_series`: id, time,
-    channels,
-    label, optional split), never by position; the benchmark needs labels and finite values."""
+    channels, label, optional split), never by position; the benchmark needs labels and finite
+    values."""
     from novelty.adapters._io import SeriesFileError, read_series
 
     where = str(path)

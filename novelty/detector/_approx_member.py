@@ -16,8 +16,7 @@ Fit on N corpus series with M = ``n_components``:
 
 Exact copies (:func:`novelty.detector._members.duplicate_groups`) are held out together, as in
 :class:`~novelty.detector._members.Member`: H is drawn among the distinct series (one row per
-group),
-the kernel and landmarks are fitted on the series of the other groups, and a held-out series
+group), the kernel and landmarks are fitted on the series of the other groups, and a held-out series
 is scored without any of its copies (kNN: against the rows of other groups; the refits:
 without every row of the fold's groups). A corpus without copies is fitted exactly as before.
 

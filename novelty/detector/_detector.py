@@ -2,12 +2,11 @@ r"""A scikit-learn novelty detector on multivariate time series: kernels + Gram-
 conformally calibrated.
 
 ``fit(X)`` on normal series fits one or more members (:mod:`novelty.detector._members`:
-pre-processing
-fitted on the corpus, a kernel, a Gram-level scorer) and their held-out (leave-one-out or
-cross-fitted) novelty scores of the corpus series. With several members (the default recipe,
-or ``kernel="auto"``), each member's novelty is put on one scale by its held-out scores,
-:math:`z = (s - \operatorname{median}(c)) / \operatorname{IQR}(c)`, and the detector's novelty
-is the mean of the :math:`z`.
+pre-processing fitted on the corpus, a kernel, a Gram-level scorer) and their held-out
+(leave-one-out or cross-fitted) novelty scores of the corpus series. With several members
+(the default recipe, or ``kernel="auto"``), each member's novelty is put on one scale by its
+held-out scores, :math:`z = (s - \operatorname{median}(c)) / \operatorname{IQR}(c)`, and the
+detector's novelty is the mean of the :math:`z`.
 
 ``score_samples`` is minus that novelty (higher = more normal). The held-out novelty scores
 :math:`c_1..c_n` of the corpus calibrate the threshold conformally
@@ -136,8 +135,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         each member maps the series to ``n_components`` features (Nyström landmarks, or the
         kernel's explicit / random Fourier features) and its scorer works on them, so the
         N x N Gram is never formed (:mod:`novelty.detector._approx_member`; README, "Large
-        corpora").
-        A corpus of at most ``n_components`` series is fitted exactly. ``kernel="auto"``
+        corpora"). A corpus of at most ``n_components`` series is fitted exactly. ``kernel="auto"``
         selects on a seeded subsample of ``n_components`` series.
     n_components : int, default 1000, landmarks (or random features) per member.
     landmarks : "uniform" (default), "kmeans++" or "leverage", the Nyström landmark rule.
@@ -343,8 +341,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         per-series false-alarm rate). ``fdr=q``, a float in (0, 1): outlier where the
         Benjamini-Hochberg rule at level ``q`` rejects among the conformal p-values of the
         series of X (:func:`novelty.detector._calibration.benjamini_hochberg`): the expected share
-        of
-        normal series among those flagged is at most ``q`` (conformal p-values of exchangeable
+        of normal series among those flagged is at most ``q`` (conformal p-values of exchangeable
         normal series are PRDS; marginally over the corpus draw, up to the O(1/n) of held-out
         calibration scores). The flags then depend on the whole batch X. A corpus of one
         series (no calibration scores, p-values all 1) flags nothing.

@@ -317,8 +317,8 @@ def held_out_scores(
     """Novelty of every corpus series by a scorer fitted without it (see the module doc); with
     duplicate ``groups`` (:func:`duplicate_groups`), without any of its copies either: the
     scorer's own ``held_out_scores`` (refits on the folds of :mod:`novelty.scorers._folds`; kNN's
-    exact
-    leave-one-out). A ``models`` list receives each refit as (training rows, fitted scorer)."""
+    exact leave-one-out). A ``models`` list receives each refit as (training rows, fitted
+    scorer)."""
     return make_scorer(spec).held_out_scores(
         K, diag, groups, models=models, progress=lambda: step(f"{spec.label()}: calibration")
     )

@@ -198,8 +198,7 @@ class FeatureScorer:
     def held_out_scores(self, Phi, diag, rows, groups=None, *, make) -> np.ndarray:
         """Scores of the corpus rows ``rows`` (n_held,), each by a scorer fitted without it,
         array (n_held,). Folds: :func:`novelty.scorers._folds.fold_units` over ``rows`` as given
-        (they
-        are in random order already: leave-one-out up to ``LOO_MAX``, else consecutive folds);
+        (they are in random order already: leave-one-out up to ``LOO_MAX``, else consecutive folds);
         with duplicate ``groups`` (one id per corpus row), every row of a fold's groups is
         left out of its refit. ``make(n_train)`` returns the unfitted scorer of a refit."""
         rows = np.asarray(rows)
