@@ -1,8 +1,8 @@
-"""One parameter dialect (issue 24, item 3): every registered kernel, static kernel, scorer and
-the detector declares a constraint for each constructor parameter (scikit-learn's
-``_parameter_constraints``), and a bad value given by ``set_params`` raises at fit (or at
-use) with one error: scikit-learn's ``InvalidParameterError`` (a ValueError), ``The '<name>'
-parameter of <Class> must be <allowed>. Got <value> instead.``
+"""One parameter dialect (issue 24, item 3): every registered kernel, static kernel, scorer,
+scorer's feature form and the detector declares a constraint for each constructor parameter
+(scikit-learn's ``_parameter_constraints``), and a bad value given by ``set_params`` raises
+at fit (or at use) with one error: scikit-learn's ``InvalidParameterError`` (a ValueError),
+``The '<name>' parameter of <Class> must be <allowed>. Got <value> instead.``
 
 The bad values: an object of a type no constraint accepts, then for each constraint a value
 of the right type outside it (scikit-learn's own ``generate_invalid_param_val``), as in
@@ -24,6 +24,8 @@ from novelty.scorers._scorer_registry import scorer_registry
 X = 0.4 * np.random.default_rng(0).normal(size=(6, 8, 2))
 POINTS = np.random.default_rng(1).normal(size=(6, 3))
 GRAM = np.exp(-0.5 * ((POINTS[:, None] - POINTS[None]) ** 2).sum(-1))
+PHI = np.random.default_rng(2).normal(size=(6, 4))  # feature vectors, k(x, x) = |x|^2 + 1
+PHI_DIAG = (PHI**2).sum(1) + 1.0
 
 
 class BadType:
@@ -42,6 +44,10 @@ def _estimators():
     for name, cls in sorted(scorer_registry().items()):
         yield name, cls, lambda s: s.fit(GRAM)
     yield "VarianceNorm", VarianceNorm, lambda s: s.fit(GRAM)
+    for _, cls in sorted(scorer_registry().items()):  # the feature forms, same dialect
+        if cls.feature_form is not None:
+            form = cls.feature_form
+            yield form.__name__, form, lambda s: s.fit(PHI, PHI_DIAG)
     yield "detector", KernelNoveltyDetector, lambda d: d.fit(X)
 
 

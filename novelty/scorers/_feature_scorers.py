@@ -37,13 +37,18 @@ The conformance score is the nearest corpus vector in the whitened coordinates
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 
+from .._constraints import StrOptions, validate_params
+from ._baselines import KNNScorer
 from ._folds import LOO_MAX, fold_units
-from ._spectral_support import DIAG_TOL, FILTERS, _iterations, spectral_filter
-from ._validation import check_alphas, check_int, check_positive
-from ._variance_norm import _eigh_descending, kept_rank
+from ._spectral_support import DIAG_TOL, SpectralSupport, _iterations, spectral_filter
+from ._validation import check_alphas, check_int
+from ._variance_norm import MahalanobisScorer, VarianceNorm, _eigh_descending, kept_rank
 
 __all__ = [
     "FeatureConformance",
@@ -172,11 +177,13 @@ def nearest_squared_distances(
     return vals, idx
 
 
-class FeatureScorer:
+class FeatureScorer(BaseEstimator):
     r"""The contract of the scorers on explicit feature vectors (the ``feature_form`` of a
     :class:`~novelty.scorers._gram_scorer.GramScorer`, used under ``approximation=``):
 
-    - ``__init__`` takes the constructor parameters of its Gram scorer (it may add its own);
+    - ``__init__`` takes the constructor parameters of its Gram scorer (it may add its own),
+      with the same ``_parameter_constraints`` (its Gram scorer's declarations, reused), checked
+      by ``fit`` in the one dialect (:func:`novelty._constraints.validate_params`);
     - ``fit(Phi, diag)``: ``Phi`` (N, M) corpus features, ``diag`` (N,) the exact
       :math:`k(x, x)`; returns ``self``;
     - ``score(Phi_test, diag_test)``: Tensor (n_test,), higher = more novel, equal to the Gram
@@ -185,6 +192,8 @@ class FeatureScorer:
       corpus rows ``rows`` (refits without them by default, :meth:`held_out_scores`);
     - ``limit_to_corpus(n)``: adapt the parameters to a corpus of n vectors (default: none).
     """
+
+    _parameter_constraints: ClassVar[dict] = {}
 
     def fit(self, Phi, diag=None) -> FeatureScorer:
         raise NotImplementedError(f"{type(self).__name__} does not implement fit")
@@ -239,13 +248,12 @@ class FeatureVarianceNorm(FeatureScorer):
         self.threshold = threshold
         self.max_rank = max_rank
 
+    _parameter_constraints = VarianceNorm._parameter_constraints
+
     def fit(self, Phi, diag=None) -> FeatureVarianceNorm:
         """Covariance of the corpus features, its eigendecomposition, corpus projections."""
-        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)):
-            raise ValueError(f"`threshold` must be a non-negative float, got {self.threshold!r}")
-        if not self.threshold >= 0:
-            raise ValueError(f"`threshold` must be a non-negative float, got {self.threshold!r}")
-        max_rank = None if self.max_rank is None else check_int(self.max_rank, "max_rank")
+        validate_params(self)
+        max_rank = None if self.max_rank is None else int(self.max_rank)
         Phi = _as_features(Phi, "Phi", min_rows=2)
         N, M = Phi.shape
         mu = Phi.mean(dim=0)
@@ -311,6 +319,8 @@ class FeatureMahalanobis(FeatureVarianceNorm):
     """The feature form of :class:`novelty.MahalanobisScorer` (its parameters):
     ``score(Phi_test, diag_test)`` = ``mahalanobis(Phi_test, alpha)`` (``diag_test`` unused)."""
 
+    _parameter_constraints = MahalanobisScorer._parameter_constraints
+
     def __init__(self, alpha: float = 1e-2, *, threshold: float = 1e-10, max_rank=50):
         super().__init__(threshold=threshold, max_rank=max_rank)
         self.alpha = alpha
@@ -343,12 +353,12 @@ class FeatureSpectralSupport(FeatureScorer):
         self.iterations = iterations
         self.nu = nu
 
+    _parameter_constraints = SpectralSupport._parameter_constraints
+
     def fit(self, Phi, diag=None) -> FeatureSpectralSupport:
         """Eigendecompose Phi^T Phi / n and store the filtered spectrum."""
-        if self.filter not in FILTERS:
-            raise ValueError(f"`filter` must be one of {FILTERS}, got {self.filter!r}")
-        lam = check_positive(self.lam, "lam")
-        check_positive(self.nu, "nu")
+        validate_params(self)
+        lam = float(self.lam)
         iterations = None
         if self.filter in ("landweber", "nu"):
             iterations = _iterations(self.filter, lam, self.iterations)
@@ -406,16 +416,16 @@ class FeatureKNN(FeatureScorer):
         self.aggregate = aggregate
         self.distance = distance
 
+    _parameter_constraints = {
+        **KNNScorer._parameter_constraints,
+        "distance": [StrOptions(set(_DISTANCES))],
+    }
+
     def _params(self, n_corpus: int, leave_out: bool = False) -> int:
-        k = check_int(self.n_neighbors, "n_neighbors")
+        validate_params(self)
+        k = int(self.n_neighbors)
         if k > n_corpus - leave_out:
             raise ValueError(f"`n_neighbors`={k} exceeds the corpus size N={n_corpus - leave_out}")
-        if self.aggregate not in self._AGGREGATES:
-            raise ValueError(
-                f"`aggregate` must be one of {self._AGGREGATES}, got {self.aggregate!r}"
-            )
-        if self.distance not in self._DISTANCES:
-            raise ValueError(f"`distance` must be one of {self._DISTANCES}, got {self.distance!r}")
         return k
 
     def fit(self, Phi, diag) -> FeatureKNN:
