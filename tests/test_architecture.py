@@ -17,14 +17,8 @@ import tskernels as tk
 from novelty import KernelNoveltyDetector
 from novelty._layouts import as_series_collection
 from novelty.detector._auto import select_members
-from novelty.detector._members import (
-    Member,
-    MemberSpec,
-    _knn_leave_one_out,
-    cross_grams,
-    fit_pipeline,
-)
-from novelty.scorers._baselines import KNNScorer, squared_feature_distances
+from novelty.detector._members import Member, MemberSpec, cross_grams, fit_pipeline
+from novelty.scorers._baselines import KNNScorer, knn_leave_one_out, squared_feature_distances
 from tskernels import kernel_registry
 
 
@@ -98,7 +92,7 @@ def test_squared_feature_distances_clamp_rounding_and_reject_non_psd():
     with pytest.raises(ValueError, match="negative squared feature-space distance"):
         KNNScorer().fit(torch.eye(3, dtype=torch.float64)).score(K, one)
     with pytest.raises(ValueError, match="negative squared feature-space distance"):
-        _knn_leave_one_out(KNNScorer(), K, one)
+        knn_leave_one_out(KNNScorer(), K, one)
 
 
 @pytest.mark.parametrize("k, aggregate", [(1, "kth"), (3, "kth"), (3, "mean")])
@@ -117,7 +111,7 @@ def test_knn_scorer_and_leave_one_out_equal_brute_force(k, aggregate):
     np.testing.assert_allclose(scorer.score(Kt, dy), brute(between), atol=1e-12)
     within = ((C[:, None] - C[None]) ** 2).sum(-1)
     np.fill_diagonal(within, np.inf)
-    got = _knn_leave_one_out(KNNScorer(k, aggregate=aggregate), K, dc)
+    got = knn_leave_one_out(KNNScorer(k, aggregate=aggregate), K, dc)
     np.testing.assert_allclose(got, brute(within), atol=1e-12)
 
 

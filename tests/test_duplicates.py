@@ -16,17 +16,15 @@ import tskernels as tk
 from novelty import KernelNoveltyDetector, KNNScorer
 from novelty.detector import _members
 from novelty.detector._members import (
-    CALIBRATION_FOLDS,
-    LOO_MAX,
     Member,
     MemberSpec,
-    _calibration_folds,
-    _knn_leave_one_out,
     duplicate_groups,
     held_out_scores,
     make_scorer,
     novelty,
 )
+from novelty.scorers._baselines import knn_leave_one_out
+from novelty.scorers._folds import CALIBRATION_FOLDS, LOO_MAX, calibration_folds
 
 
 def _walks(rng, n, T=16, d=2):
@@ -98,7 +96,7 @@ def test_knn_leave_one_out_leaves_out_every_copy(n_neighbors, aggregate):
             _kernel(), "knn", scorer_params={"n_neighbors": n_neighbors, "aggregate": aggregate}
         )
     )
-    got = _knn_leave_one_out(scorer, K, diag, groups)
+    got = knn_leave_one_out(scorer, K, diag, groups)
     want = _brute_force_knn(K, diag, groups, n_neighbors, aggregate)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     assert (got > 1e-3).all()  # no series scored against its own copy
@@ -109,7 +107,7 @@ def test_folds_keep_the_copies_of_a_series_together(n_groups, loo_max):
     rng = np.random.default_rng(3)
     groups = np.r_[np.arange(n_groups), rng.integers(0, n_groups, size=n_groups // 2)]
     rng.shuffle(groups)
-    folds = list(_calibration_folds(len(groups), loo_max, groups))
+    folds = list(calibration_folds(len(groups), loo_max, groups))
     tests = np.concatenate([test for _, test in folds])
     np.testing.assert_array_equal(np.sort(tests), np.arange(len(groups)))  # a partition
     for train, test in folds:
@@ -120,7 +118,7 @@ def test_folds_keep_the_copies_of_a_series_together(n_groups, loo_max):
 
 
 def _committed_folds(n, loo_max):
-    """_calibration_folds as committed before the duplicate groups (3b60d58)."""
+    """The calibration folds as committed before the duplicate groups (3b60d58)."""
     if n <= loo_max:
         folds = [np.array([i]) for i in range(n)]
     else:
@@ -132,7 +130,7 @@ def _committed_folds(n, loo_max):
 @pytest.mark.parametrize("n", [5, 60])
 def test_folds_of_singleton_groups_are_the_former_folds(n):
     for (a, b), (c, d) in zip(
-        _calibration_folds(n, LOO_MAX, np.arange(n)), _committed_folds(n, LOO_MAX), strict=True
+        calibration_folds(n, LOO_MAX, np.arange(n)), _committed_folds(n, LOO_MAX), strict=True
     ):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, np.sort(d))  # the same test part (sorted)

@@ -29,12 +29,12 @@ import tskernels as tk  # noqa: E402
 from novelty.detector._members import (  # noqa: E402
     CROSS_FIT_LOO_MAX,
     MemberSpec,
-    _calibration_folds,
     cross_fitted_scores,
     make_scorer,
     novelty,
     prepare_kernel,
 )
+from novelty.scorers._folds import calibration_folds  # noqa: E402
 
 # ------------------------------------------------------------------ the numpy oracle
 # The likelihood as it was before the compiled core (numpy, (n, F) temporaries).
@@ -127,7 +127,7 @@ def _reference_cross_fitted_scores(spec, Z):
     features of its arguments again."""
     n = len(Z)
     out = np.empty(n)
-    for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX):
+    for train, test in calibration_folds(n, CROSS_FIT_LOO_MAX):
         if isinstance(Z, np.ndarray):
             Ztr, Zte = Z[train], Z[test]
         else:
@@ -186,7 +186,7 @@ def test_cross_fitting_transforms_each_part_once(monkeypatch):
         kernel=tk.RandomConvolutionKernel(n_kernels=84), preprocess=False, normalize=False
     )
     cross_fitted_scores(spec, tk.SeriesBatch.from_checked(_walks(n)))
-    folds = list(_calibration_folds(n, CROSS_FIT_LOO_MAX))
+    folds = list(calibration_folds(n, CROSS_FIT_LOO_MAX))
     assert len(calls) == 2 * len(folds)
     assert sum(calls) == n * len(folds)  # every series once per fold
 

@@ -52,15 +52,8 @@ from sklearn.base import clone
 
 from tskernels import SeriesBatch
 
-from ..scorers._baselines import (
-    KNNScorer,
-    aggregate_nearest,  # noqa: F401 (read from here by novelty.detector._update)
-    squared_feature_distances,
-)
-from ..scorers._baselines import knn_leave_group_out as _knn_leave_group_out  # noqa: F401
-from ..scorers._baselines import knn_leave_one_out as _knn_leave_one_out  # noqa: F401
-from ..scorers._folds import CALIBRATION_FOLDS, LOO_MAX  # noqa: F401 (LOO_MAX: novelty.detector._update)
-from ..scorers._folds import calibration_folds as _calibration_folds  # the one fold rule
+from ..scorers._baselines import KNNScorer, squared_feature_distances
+from ..scorers._folds import CALIBRATION_FOLDS, calibration_folds
 from ..scorers._gram_scorer import GramScorer
 from ..scorers._scorer_registry import scorer_name, scorer_names, scorer_registry
 from ._progress import step
@@ -337,7 +330,7 @@ def cross_fitted_scores(spec: MemberSpec, Z, groups: np.ndarray | None = None) -
     """
     n = len(Z)
     out = np.empty(n)
-    for train, test in _calibration_folds(n, CROSS_FIT_LOO_MAX, groups):
+    for train, test in calibration_folds(n, CROSS_FIT_LOO_MAX, groups):
         Ztr, Zte = Z[train], Z[test]
         kernel = clone(spec.kernel)
         with _reusing_features(kernel):  # each part's features computed once per fold

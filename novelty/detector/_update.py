@@ -19,7 +19,7 @@ selection of ``kernel="auto"`` is not rerun). Each member then:
   (``n_neighbors``) smallest squared feature-space distances to the series outside its
   duplicate group (an :math:`N \times k` array); the union's are those merged with the new
   distances, so the leave-one-out scores of every series of :math:`A \cup B` are exact
-  (:func:`~novelty.detector._members._knn_leave_one_out` on the union Gram) at :math:`O(mNk)` cost;
+  (:func:`~novelty.scorers._baselines.knn_leave_one_out` on the union Gram) at :math:`O(mNk)` cost;
 - **other Gram scorers** (conformance, Mahalanobis, SSE, SOS-rep, mean embedding, OC-SVM):
   the fit kept the corpus Gram :math:`K_{AA}` (the :math:`N \times N` float64 matrix the fit
   builds anyway); the union Gram :math:`\begin{pmatrix}K_{AA} & K_{BA}^\top\\ K_{BA} &
@@ -102,16 +102,14 @@ import torch
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from ..scorers._baselines import KNNScorer, squared_feature_distances
-from ..scorers._folds import fold_units
+from ..scorers._baselines import KNNScorer, aggregate_nearest, squared_feature_distances
+from ..scorers._folds import LOO_MAX, fold_units
 from ..scorers._gram_scorer import validate_params
 from ._calibration import conformal_threshold, min_corpus_for
 from ._members import (
-    LOO_MAX,
     Member,
     _group_tensor,
     _n_distinct,
-    aggregate_nearest,
     duplicate_groups,
     first_occurrences,
     held_out_scores,
@@ -335,7 +333,7 @@ def _knn_scores(template: KNNScorer, nearest, g_rows, g, n: int) -> np.ndarray:
     """kNN held-out scores of the rows with groups ``g_rows`` from their ascending squared
     distances ``nearest`` to the series outside their group (``g``: the groups of all ``n``
     series): k lowered to the series available (as
-    :func:`~novelty.detector._members._knn_leave_group_out`)."""
+    :func:`~novelty.scorers._baselines.knn_leave_group_out`)."""
     available = n - torch.bincount(g, minlength=int(g.max()) + 1)[g_rows]
     k_row = available.clamp(min=1, max=int(template.n_neighbors))
     dist = nearest[:, : int(k_row.max())].sqrt()
