@@ -154,8 +154,27 @@ class _Is(Constraint):
         return self._text
 
 
+class _IsNone(Constraint):
+    def is_satisfied_by(self, value) -> bool:
+        return value is None
+
+    def __str__(self) -> str:
+        return "None"
+
+
+class _InstanceOf(Constraint):
+    def __init__(self, types: tuple, text: str):
+        self._types, self._text = types, text
+
+    def is_satisfied_by(self, value) -> bool:
+        return isinstance(value, self._types)
+
+    def __str__(self) -> str:
+        return self._text
+
+
 def _instance_of(t: type) -> Constraint:
-    return _Is(lambda v: isinstance(v, t), f"an instance of {_type_name(t)!r}")
+    return _InstanceOf((t,), f"an instance of {_type_name(t)!r}")
 
 
 def _as_constraint(c) -> Constraint:
@@ -163,27 +182,32 @@ def _as_constraint(c) -> Constraint:
     if isinstance(c, Constraint):
         return c
     if c is None:
-        return _Is(lambda v: v is None, "None")
+        return _IsNone()
     if c is callable:
         return _Is(callable, "a callable")
     if isinstance(c, type):
         return _instance_of(c)
     if isinstance(c, str) and c == "boolean":
         bool_, np_bool = _instance_of(bool), _instance_of(np.bool_)
-        return _Is(lambda v: isinstance(v, (bool, np.bool_)), f"{bool_} or {np_bool}")
+        return _InstanceOf((bool, np.bool_), f"{bool_} or {np_bool}")
     raise ValueError(f"unknown constraint {c!r}")
 
 
-_CHECKS: dict[int, tuple[list, list[Constraint]]] = {}  # id(declared) -> (declared, checks)
+#: id(constraints) -> (constraints, [(name, checks or None for "no_validation")]): each
+#: declared dict (a class-level constant) converted once; the cache holds the dict, so its id
+#: is never reused.
+_COMPILED: dict[int, tuple[dict, dict]] = {}
 
 
-def _checks(declared: list) -> list[Constraint]:
-    """The constraints of one declared list (a class-level constant), converted once: cached
-    by the list's identity (the cache holds the list, so its id is never reused)."""
-    hit = _CHECKS.get(id(declared))
-    if hit is None or hit[0] is not declared:
-        hit = (declared, [_as_constraint(c) for c in declared])
-        _CHECKS[id(declared)] = hit
+def _compiled(constraints: dict) -> dict:
+    hit = _COMPILED.get(id(constraints))
+    if hit is None or hit[0] is not constraints:
+        checks = {
+            name: None if declared == "no_validation" else [_as_constraint(c) for c in declared]
+            for name, declared in constraints.items()
+        }
+        hit = (constraints, checks)
+        _COMPILED[id(constraints)] = hit
     return hit[1]
 
 
@@ -192,17 +216,23 @@ def validate_parameter_constraints(constraints: dict, params: dict, caller_name:
     list of constraints, or "no_validation"); the first value that satisfies none raises
     scikit-learn's ``InvalidParameterError``: ``The '<name>' parameter of <caller_name> must
     be <c1>, <c2> or <c3>. Got <value!r> instead.``"""
+    compiled = _compiled(constraints)
     for name, value in params.items():
-        declared = constraints.get(name)
-        if declared is None or declared == "no_validation":
+        checks = compiled.get(name)
+        if checks is None:  # undeclared, or "no_validation"
             continue
-        checks = _checks(declared)
-        if any(c.is_satisfied_by(value) for c in checks):
-            continue
-        texts = [str(c) for c in checks]
-        allowed = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
-        from sklearn.utils._param_validation import InvalidParameterError  # only when raising
+        for c in checks:
+            if c.is_satisfied_by(value):
+                break
+        else:
+            _raise(name, value, checks, caller_name)
 
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {caller_name} must be {allowed}. Got {value!r} instead."
-        )
+
+def _raise(name: str, value, checks: list, caller_name: str):
+    texts = [str(c) for c in checks]
+    allowed = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
+    from sklearn.utils._param_validation import InvalidParameterError  # only when raising
+
+    raise InvalidParameterError(
+        f"The {name!r} parameter of {caller_name} must be {allowed}. Got {value!r} instead."
+    )
