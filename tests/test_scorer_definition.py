@@ -234,3 +234,22 @@ def test_feature_forms_equal_their_gram_scorers_on_exact_features(name):
     feature = cls.feature_form(**cls().get_params()).fit(torch.from_numpy(P), dp)
     got = feature.score(torch.from_numpy(Q), torch.from_numpy(dq)).numpy()
     np.testing.assert_allclose(got, gram, rtol=1e-6, atol=1e-8)
+
+
+def test_a_feature_scorer_must_implement_fit_and_score():
+    """The contract is abstract: a class without ``score`` cannot be built; the variance-norm
+    engine, which has two scores, says which to call."""
+    import torch
+
+    from novelty import FeatureScorer
+    from novelty.scorers._feature_scorers import FeatureVarianceNorm
+
+    class FitOnly(FeatureScorer):
+        def fit(self, Phi, diag=None):
+            return self
+
+    with pytest.raises(TypeError, match="abstract"):
+        FitOnly()
+    engine = FeatureVarianceNorm().fit(torch.randn(6, 3, dtype=torch.float64))
+    with pytest.raises(TypeError, match="mahalanobis.*conformance"):
+        engine.score(torch.randn(2, 3, dtype=torch.float64))

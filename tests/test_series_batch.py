@@ -94,3 +94,11 @@ def test_a_kernel_takes_rows_of_a_batch_as_the_arrays_they_stand_for():
         rtol=0,
         atol=0,
     )
+
+
+def test_batches_compare_by_identity():
+    """== of two tensors has no single truth value: a batch is equal only to itself (and
+    hashable), so ``batch in [batch]`` and dict keys work."""
+    a = as_series_batch(np.zeros((2, 3, 1)))
+    b = as_series_batch(np.zeros((2, 3, 1)))
+    assert a == a and a != b and a in [b, a] and {a: 1}[a] == 1

@@ -32,6 +32,7 @@ instead.``
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
@@ -46,15 +47,15 @@ __all__ = [
 ]
 
 
-class Constraint:
+class Constraint(ABC):
     """A set of valid values: ``is_satisfied_by(value)`` and ``str()``, the description that
     follows "must be" in the error message."""
 
-    def is_satisfied_by(self, value) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def is_satisfied_by(self, value) -> bool: ...
 
-    def __str__(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def __str__(self) -> str: ...
 
 
 def _type_name(t: type) -> str:

@@ -202,7 +202,7 @@ def _to_tensor(a, name: str, dtype: torch.dtype | None, device) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- series
-@dataclass
+@dataclass(eq=False)  # compared by identity: == of tensors has no single truth value
 class SeriesBatch:
     """A checked batch of series on one device and dtype (finite, n >= 1, T >= 1, d >= 1): the
     one internal series type of the project below its public calls.

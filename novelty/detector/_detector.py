@@ -254,8 +254,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             return self._fit(X, y)
 
     def _fit(self, X, y) -> KernelNoveltyDetector:
+        """``fit`` once its parameters are checked (by ``fit``, before the progress bar)."""
         start = time.perf_counter()
-        self._check_params()
         Xs = self._series(X, reset=True)
         Xs = self._normal_rows(Xs, y)
         n = len(Xs)

@@ -37,6 +37,7 @@ The conformance score is the nearest corpus vector in the whitened coordinates
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 from typing import ClassVar
 
 import numpy as np
@@ -177,7 +178,7 @@ def nearest_squared_distances(
     return vals, idx
 
 
-class FeatureScorer(BaseEstimator):
+class FeatureScorer(BaseEstimator, metaclass=ABCMeta):
     r"""The contract of the scorers on explicit feature vectors (the ``feature_form`` of a
     :class:`~novelty.scorers._gram_scorer.GramScorer`, used under ``approximation=``):
 
@@ -195,11 +196,11 @@ class FeatureScorer(BaseEstimator):
 
     _parameter_constraints: ClassVar[dict] = {}
 
-    def fit(self, Phi, diag=None) -> FeatureScorer:
-        raise NotImplementedError(f"{type(self).__name__} does not implement fit")
+    @abstractmethod
+    def fit(self, Phi, diag=None) -> FeatureScorer: ...
 
-    def score(self, Phi_test, diag_test) -> torch.Tensor:
-        raise NotImplementedError(f"{type(self).__name__} does not implement score")
+    @abstractmethod
+    def score(self, Phi_test, diag_test) -> torch.Tensor: ...
 
     def limit_to_corpus(self, n_corpus: int) -> None:
         """Adapt the parameters to a corpus of ``n_corpus`` vectors (default: nothing)."""
@@ -249,6 +250,15 @@ class FeatureVarianceNorm(FeatureScorer):
         self.max_rank = max_rank
 
     _parameter_constraints = VarianceNorm._parameter_constraints
+
+    def score(self, Phi_test, diag_test=None) -> torch.Tensor:
+        """The engine has two scores, not one: TypeError naming them (its scorers,
+        :class:`FeatureMahalanobis` and :class:`FeatureConformance`, each pick one)."""
+        raise TypeError(
+            f"{type(self).__name__} is the engine of two scores: call mahalanobis(Phi_test, "
+            "alpha) or conformance(Phi_test, alpha), or use FeatureMahalanobis / "
+            "FeatureConformance"
+        )
 
     def fit(self, Phi, diag=None) -> FeatureVarianceNorm:
         """Covariance of the corpus features, its eigendecomposition, corpus projections."""
