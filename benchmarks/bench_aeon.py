@@ -375,13 +375,10 @@ def report_markdown(rows: list[dict], compare: str | None = None) -> str:
         ns = sorted({r["n_corpus"] for r in rs})
         vals = [s["cell"].get((d, m)) for m in methods]
         best = max(v for v in vals if v is not None) if all(v is not None for v in vals) else None
-        cells = []
-        for m, v in zip(methods, vals):
-            if v is None:
-                got, need = s["progress"][(d, m)]
-                cells.append(f"{got}/{need}")
-            else:
-                cells.append(f"**{v:.3f}**" if v == best and len(methods) > 1 else f"{v:.3f}")
+        bold = best if len(methods) > 1 else None
+        cells = _load_bench_detector().score_cells(
+            methods, vals, bold, lambda m, d=d: s["progress"][(d, m)]
+        )
         times = [
             _fmt(sum(r["fit_s"] + r["score_s"] for r in per.get((d, m), []) if r["fit_s"]), ".1f")
             for m in methods

@@ -928,6 +928,19 @@ def summarize(
     )
 
 
+def score_cells(methods, values, best, progress) -> list[str]:
+    """One table row's cells: each method's score (bold when it equals ``best``; None: no
+    bold), or ``got/need`` from ``progress(method)`` for a cell still running."""
+    cells = []
+    for m, v in zip(methods, values):
+        if v is None:
+            got, need = progress(m)
+            cells.append(f"{got}/{need}")
+        else:
+            cells.append(f"**{v:.3f}**" if v == best else f"{v:.3f}")
+    return cells
+
+
 def report_markdown(
     rows: list[dict],
     methods: list[str] | None = None,
@@ -948,13 +961,7 @@ def report_markdown(
     for d in s["datasets"]:
         vals = [s["cell"].get((d, m)) for m in ms]
         best = max(vals) if d in s["complete"] and len(ms) > 1 else None
-        cells = []
-        for m, v in zip(ms, vals):
-            if v is None:
-                got, need = s["progress"][(d, m)]
-                cells.append(f"{got}/{need}")
-            else:
-                cells.append(f"**{v:.3f}**" if v == best else f"{v:.3f}")
+        cells = score_cells(ms, vals, best, lambda m, d=d: s["progress"][(d, m)])
         lines.append(f"| {d} | " + " | ".join(cells) + " |")
     lines.append("| **mean** | " + " | ".join(_fmt(s["mean"][m], ".3f") for m in ms) + " |")
     lines.append(
