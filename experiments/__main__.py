@@ -176,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"the adbench command is not available: {exc}", file=sys.stderr)
             return 2
         return int(adbench_main(argv[1:]) or 0)
+    if argv and argv[0] == "mauceri":  # the published one-class protocol (Mauceri et al.)
+        from .mauceri import main as mauceri_main
+
+        return int(mauceri_main(argv[1:]) or 0)
     args = _parser().parse_args(argv)
     try:
         return _command(args)
