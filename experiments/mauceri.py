@@ -316,8 +316,9 @@ def resolve_methods(names, extra_specs=()) -> list[Method]:
 # -- provenance ------------------------------------------------------------------------------
 def provenance() -> tuple[str, str]:
     """(commit, local changes): ``git rev-parse HEAD`` and, when ``novelty/`` or
-    ``tskernels/`` have uncommitted changes, ``"diff:" + the first 12 hex digits of the SHA-1
-    of ``git diff HEAD`` over them`` ("" when clean; "?" when git cannot answer)."""
+    ``tskernels/`` differ from it (uncommitted edits or untracked files), ``"local:"`` + the
+    first 12 hex digits of a SHA-1 over ``git diff HEAD`` and the untracked files' names and
+    contents there ("" when clean; "?" when git cannot answer)."""
 
     def git(*args) -> str | None:
         try:
@@ -328,11 +329,19 @@ def provenance() -> tuple[str, str]:
 
     commit = (git("rev-parse", "HEAD") or "?").strip()
     diff = git("diff", "HEAD", "--", "novelty", "tskernels")
-    if diff is None:
+    others = git("ls-files", "--others", "--exclude-standard", "--", "novelty", "tskernels")
+    if diff is None or others is None:
         return commit, "?"
-    if not diff:
+    if not diff and not others.strip():
         return commit, ""
-    return commit, "diff:" + hashlib.sha1(diff.encode()).hexdigest()[:12]
+    h = hashlib.sha1(diff.encode())
+    for name in sorted(others.split()):
+        h.update(name.encode())
+        try:
+            h.update((REPO / name).read_bytes())
+        except OSError:
+            pass
+    return commit, "local:" + h.hexdigest()[:12]
 
 
 # -- the results files -----------------------------------------------------------------------

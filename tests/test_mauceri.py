@@ -233,3 +233,31 @@ def test_recipe_is_the_mean_distance_to_the_5_nearest_standardised_features():
     np.testing.assert_allclose(det.score_samples(T), want, rtol=1e-6)  # float32 features
     small = M.RocketRecipe(num_kernels=84).fit(C[:3])  # fewer than 5 corpus series: all of them
     assert small.nn_.n_neighbors == 3
+
+
+def test_provenance_sees_uncommitted_and_untracked_changes(tmp_path, monkeypatch):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       cwd=tmp_path, check=True, capture_output=True)  # fmt: skip
+
+    (tmp_path / "novelty").mkdir()
+    (tmp_path / "novelty" / "a.py").write_text("x = 1\n")
+    (tmp_path / "other.py").write_text("y = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "one")
+    monkeypatch.setattr(M, "REPO", tmp_path)
+    commit, local = M.provenance()
+    assert len(commit) == 40 and local == ""
+    (tmp_path / "other.py").write_text("y = 2\n")  # outside novelty/ and tskernels/
+    assert M.provenance() == (commit, "")
+    (tmp_path / "novelty" / "a.py").write_text("x = 2\n")
+    edited = M.provenance()[1]
+    assert edited.startswith("local:") and len(edited) == 18
+    (tmp_path / "novelty" / "b.py").write_text("z = 1\n")  # untracked
+    untracked = M.provenance()[1]
+    assert untracked.startswith("local:") and untracked != edited
+    (tmp_path / "novelty" / "b.py").write_text("z = 2\n")
+    assert M.provenance()[1] not in (edited, untracked)
