@@ -1,0 +1,583 @@
+r"""Novelty inside long recordings: a score, a p-value and a flag per time step.
+
+``WindowNoveltyDetector().fit(normal)`` cuts the normal recording(s) into sliding windows of
+``window`` steps and keeps their features (:mod:`novelty.windows._engine`: channel-standardised
+windows reduced to segment means). A new recording is cut the same way; each window's novelty
+is its distance to the nearest normal windows, and each step's novelty is the maximum (or
+mean) over the windows covering it. ``score_samples`` is minus that novelty (higher = more
+normal), one value per step.
+
+**Calibration per step.** Overlapping windows share steps, so neither windows nor steps are
+independent, and the normal windows cannot score themselves. The concatenated normal data is
+cut into ``n_folds`` contiguous blocks; for each block, the reference is every normal window
+that ends at least ``window`` steps before the block or starts at least ``window`` steps after
+it, and the block's steps are scored as a recording of their own (the ``window - 1`` steps next to a
+cut, covered by fewer windows than inside a recording, are left out). These held-out step
+novelties :math:`c_1..c_n` are ``calibration_scores_``; a new step of novelty :math:`s` gets
+the conformal p-value :math:`p = (1 + \#\{c_i \ge s\}) / (n + 1)` and ``predict`` flags
+:math:`p \le` ``contamination``.
+
+What ``contamination`` guarantees: for a new recording of the same (stationary) normal
+process, the *expected share of its steps* that are flagged is at most about
+``contamination``. Each held-out step is scored by a reference that excludes its own
+neighbourhood, as a new step is; the held-out references are (K-1)/K of the normal data, so
+held-out novelties are, if anything, larger than a new step's, which errs on the side of fewer
+flags. It is a statement about the mean over steps, not a per-recording binomial count: flags
+come in runs (one unusual stretch covers ``window`` steps), so the share of flagged steps in
+one recording varies much more than a binomial with ``T`` trials would.
+``tests/test_windows.py`` checks it by simulation: the flag shares of independent pure-normal
+recordings (AR(1) noise, a noisy sine) average to ``contamination`` within a confidence
+interval computed from their spread across recordings. A process that drifts away from the
+normal data is, correctly, flagged more.
+
+**Streaming.** :meth:`stream` returns a scorer that takes a recording chunk by chunk; it keeps
+the last ``window`` steps and never recomputes a window, and the scores it returns equal
+``score_samples`` of the whole recording.
+
+**Memory.** ``max_memory`` (bytes) bounds the working memory of scoring: windows are scored in
+blocks whose distance matrices fit in it, and the reference is thinned (a larger reference
+stride) so that its features take at most a quarter of it. Beyond that, scoring holds a copy
+of the recording and one row of ``d + 1`` floats per window and per step.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, OutlierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._constraints import Interval, StrOptions
+
+__all__ = ["WindowNoveltyDetector", "WindowExplanation", "WindowStream"]
+
+DEFAULT_MAX_MEMORY = 256 * 2**20
+#: the choices ``detector`` and ``aggregate`` take when None (decided on the benchmark's
+#: tuning half: docs/windows.md)
+DEFAULT_DETECTOR = "knn"
+DEFAULT_AGGREGATE = "max"
+DETECTORS = ("knn", "znorm-knn")
+
+
+class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
+    """Novelty of each time step of long recordings against normal recordings.
+
+    Parameters
+    ----------
+    window : "auto" (default) or int >= 2. "auto": the dominant period of the normal data
+        (autocorrelation), clipped to [16, min(512, T/4)] (:func:`novelty.windows._period.
+        auto_window`); ``window_`` holds the value used.
+    stride : "auto" (default) or int >= 1, steps between window starts when scoring (and in
+        calibration). "auto": ``max(1, window // 8)``, so each step is covered by about 8
+        windows. At most ``window``.
+    detector : None (default, the tuned choice), "knn" or "znorm-knn". "knn": windows
+        standardised per channel by the normal data's statistics; "znorm-knn": each window and
+        channel z-normalised on its own (shape only, level and scale ignored).
+    aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
+        windows covering it.
+    contamination : float in (0, 0.5], default 0.01, the expected share of steps of new
+        normal data that ``predict`` flags (module docstring: what it guarantees).
+    n_neighbors : int >= 1, default 1, the window novelty is the mean distance to this many
+        nearest normal windows.
+    n_segments : int >= 1, default 32, segment means per channel and window (PAA; at most
+        ``window``, which makes the distance exact).
+    n_folds : int >= 2, default 5, held-out blocks of the calibration (fewer when the normal
+        data holds fewer than ``2 * window * n_folds`` steps).
+    max_reference : int >= 1, default 20000, the most normal windows kept (the reference stride
+        grows beyond that).
+    max_memory : None (256 MiB) or int >= 1, bytes of working memory (module docstring).
+    missing : "interpolate" (default) or "error": NaN in a recording is interpolated per channel
+        (:func:`novelty.interpolate_missing`) or refused. Inf is always an error.
+    verbose : bool or int, a progress bar on stderr during fit and scoring.
+
+    Input: one recording as an array (T, d) or (T,) (a 2-D array is one recording: T steps by
+    d channels), a pandas DataFrame (rows = steps, in index order; its columns name the
+    channels and must be numeric) or Series; ``fit`` and ``update`` also take a list of
+    recordings or an array (n, T, d). Rows are taken as equally spaced steps.
+
+    Attributes
+    ----------
+    window_, stride_, reference_stride_, detector_, aggregate_ : what was used.
+    channel_names_ : list of str. mean_, scale_ : the channel standardisation.
+    calibration_scores_ : held-out step novelties (module docstring). threshold_ : the
+        novelty above which a step is flagged; ``offset_ = -threshold_``.
+    n_folds_ : the held-out blocks used. fit_seconds_ : wall time of fit.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> t = np.arange(4000)
+    >>> normal = np.sin(2 * np.pi * t / 50) + 0.1 * rng.normal(size=4000)
+    >>> det = WindowNoveltyDetector().fit(normal)
+    >>> det.window_
+    50
+    >>> new = np.sin(2 * np.pi * t[:1000] / 50) + 0.1 * rng.normal(size=1000)
+    >>> new[500:540] = 0.0
+    >>> flagged = np.flatnonzero(det.predict(new) == -1)
+    >>> bool(((flagged >= 450) & (flagged < 590)).mean() > 0.9)
+    True
+    """
+
+    _parameter_constraints = {
+        "window": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left")],
+        "stride": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "detector": [None, StrOptions(set(DETECTORS))],
+        "aggregate": [None, StrOptions({"max", "mean"})],
+        "contamination": [Interval(Real, 0, 0.5, closed="right")],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "n_segments": [Interval(Integral, 1, None, closed="left")],
+        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "max_reference": [Interval(Integral, 1, None, closed="left")],
+        "max_memory": [None, Interval(Integral, 1, None, closed="left")],
+        "missing": [StrOptions({"interpolate", "error"})],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        window="auto",
+        stride="auto",
+        detector: str | None = None,
+        aggregate: str | None = None,
+        contamination: float = 0.01,
+        n_neighbors: int = 1,
+        n_segments: int = 32,
+        n_folds: int = 5,
+        max_reference: int = 20000,
+        max_memory: int | None = None,
+        missing: str = "interpolate",
+        verbose: bool | int = False,
+    ):
+        self.window = window
+        self.stride = stride
+        self.detector = detector
+        self.aggregate = aggregate
+        self.contamination = contamination
+        self.n_neighbors = n_neighbors
+        self.n_segments = n_segments
+        self.n_folds = n_folds
+        self.max_reference = max_reference
+        self.max_memory = max_memory
+        self.missing = missing
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None) -> WindowNoveltyDetector:
+        """Fit on normal data: one recording, or a list of recordings (``y`` is ignored)."""
+        from ..detector._progress import progress
+
+        self._check_params()
+        with progress(self.verbose, "fit"):
+            return self._fit(X)
+
+    def _fit(self, X) -> WindowNoveltyDetector:
+        start = time.perf_counter()
+        recs, names = _read(X, self.missing, many=True, name="X")
+        d = recs[0].shape[1]
+        for i, r in enumerate(recs):
+            if r.shape[1] != d:
+                raise ValueError(
+                    f"recording {i} has {r.shape[1]} channels, recording 0 has {d}: all normal "
+                    "recordings must have the same channels"
+                )
+        self.n_channels_ = d
+        self.channel_names_ = names or [f"channel_{c}" for c in range(d)]
+        self._from_frame = names is not None
+        allx = np.concatenate(recs)
+        self.mean_ = allx.mean(axis=0)
+        sd = allx.std(axis=0)
+        self.scale_ = np.where(sd > 0, sd, 1.0)
+        z = [(r - self.mean_) / self.scale_ for r in recs]
+        total = sum(len(r) for r in z)
+        if self.window == "auto":
+            from ._period import auto_window
+
+            w = auto_window(z)
+        else:
+            w = int(self.window)
+        if total < 4 * w or max(len(r) for r in z) < 2 * w:
+            raise ValueError(
+                f"window={w} needs at least {4 * w} normal steps with one recording of at least "
+                f"{2 * w} (the calibration holds out blocks of at least two windows); got "
+                f"{total} steps, the longest recording {max(len(r) for r in z)}: pass more "
+                "normal data or a smaller window"
+            )
+        if self.stride != "auto" and int(self.stride) > w:
+            raise ValueError(f"stride={self.stride} is larger than the window ({w}): steps would "
+                             "be left uncovered")  # fmt: skip
+        self.window_ = w
+        self.stride_ = max(1, w // 8) if self.stride == "auto" else int(self.stride)
+        self.detector_ = self.detector or DEFAULT_DETECTOR
+        self.aggregate_ = self.aggregate or DEFAULT_AGGREGATE
+        self._featurizer = self._make_featurizer()
+        self._budget = int(self.max_memory or DEFAULT_MAX_MEMORY)
+        n_windows = sum(max(0, len(r) - w + 1) for r in z)
+        cap = max(1, min(int(self.max_reference), self._budget // (4 * 8 * self._featurizer.dim)))
+        self.reference_stride_ = max(1, math.ceil(n_windows / cap))
+        offsets = np.cumsum([0] + [len(r) for r in z])
+        self.reference_ = self._reference(z, offsets[:-1])
+        self.n_normal_steps_ = int(total)
+        self.calibration_scores_ = self._calibrate(z, offsets)
+        self._set_threshold()
+        self.fit_seconds_ = time.perf_counter() - start
+        return self
+
+    def _make_featurizer(self):
+        from ._engine import Featurizer
+
+        return Featurizer(
+            window=self.window_,
+            n_segments=int(self.n_segments),
+            znorm=self.detector_ == "znorm-knn",
+            d=self.n_channels_,
+        )
+
+    def _reference(self, z, offsets):
+        from ._engine import Reference
+
+        feats, gstarts = [], []
+        for r, off in zip(z, offsets):
+            if len(r) < self.window_:
+                continue
+            starts = np.arange(0, len(r) - self.window_ + 1, self.reference_stride_)
+            for i in range(0, len(starts), 20000):
+                feats.append(self._featurizer.features(r, starts[i : i + 20000]))
+            gstarts.append(starts + off)
+        return Reference(np.concatenate(feats), np.concatenate(gstarts))
+
+    def _calibrate(self, z, offsets) -> np.ndarray:
+        """Held-out step novelties of the normal data (module docstring)."""
+        from ..detector._progress import plan, step
+        from ._engine import score_recording
+
+        w = self.window_
+        total = int(offsets[-1])
+        k = int(min(self.n_folds, total // (2 * w)))
+        bounds = [round(i * total / k) for i in range(k + 1)]
+        plan(k)
+        out = []
+        used = 0
+        for g0, g1 in zip(bounds[:-1], bounds[1:]):
+            ref = self.reference_
+            keep = (ref.gstart + w + w <= g0) | (ref.gstart >= g1 + w)
+            step(f"block {used + 1} of {k}")
+            if not keep.any():
+                continue
+            sub = ref.subset(keep)
+            for r, off in zip(z, offsets[:-1]):
+                a, b = max(g0, off), min(g1, off + len(r))
+                if b - a < w:
+                    continue
+                rows = score_recording(
+                    r[a - off : b - off], self._featurizer, sub, int(self.n_neighbors),
+                    self.stride_, self.aggregate_, self._budget,
+                )  # fmt: skip
+                # a step near a cut has fewer covering windows than inside a recording: steps
+                # within w - 1 of a cut (not of a recording's own ends) are left out
+                lo = min(w - 1, (b - a - w) // 2) if a > off else 0
+                hi = min(w - 1, (b - a - w) // 2) if b < off + len(r) else 0
+                out.append(rows[lo : len(rows) - hi, 0])
+            used += 1
+        if not out:
+            raise ValueError(
+                f"no held-out block of the normal data could be scored with window={w}: pass "
+                "more normal data or a smaller window"
+            )
+        self.n_folds_ = used
+        return np.concatenate(out)
+
+    def _set_threshold(self) -> None:
+        from ..detector._calibration import conformal_threshold
+
+        self.threshold_ = conformal_threshold(self.calibration_scores_, self.contamination)
+        self.offset_ = -self.threshold_
+
+    # ------------------------------------------------------------------ scoring
+    def _rows(self, X) -> np.ndarray:
+        """(T, 1 + d) rows of one recording: novelty, channel shares."""
+        check_is_fitted(self, "reference_")
+        self._check_params()
+        from ..detector._progress import plan, progress, step
+        from ._engine import Stream
+
+        x = self._standardised(X)
+        with progress(self.verbose, "score"):
+            n_win = max(0, len(x) - self.window_) // self.stride_ + 2
+            plan(n_win)
+            s = Stream(self._featurizer, self.reference_, int(self.n_neighbors), self.stride_,
+                       self.aggregate_, self._budget, on_block=lambda n: step(n=n))  # fmt: skip
+            head = s.push(x)
+            return np.concatenate([head, s.finish()])
+
+    def _standardised(self, X) -> np.ndarray:
+        recs, names = _read(X, self.missing, many=False, name="X")
+        x = recs[0]
+        if names is not None and self._from_frame:
+            missing = [c for c in self.channel_names_ if c not in names]
+            if missing:
+                raise ValueError(
+                    f"channel(s) {missing} of the normal data are missing; got columns {names}"
+                )
+            x = x[:, [names.index(c) for c in self.channel_names_]]
+        elif x.shape[1] != self.n_channels_:
+            raise ValueError(
+                f"channel mismatch: fitted on recordings with d={self.n_channels_} channels, "
+                f"got d={x.shape[1]} (a 2-D array is one recording, T steps by d channels)"
+            )
+        if len(x) < self.window_:
+            raise ValueError(
+                f"the recording has {len(x)} steps, fewer than the window ({self.window_})"
+            )
+        return (x - self.mean_) / self.scale_
+
+    def score_samples(self, X) -> np.ndarray:
+        """Normality of each step (higher = more normal): minus its novelty, array (T,)."""
+        return -self._rows(X)[:, 0]
+
+    def decision_function(self, X) -> np.ndarray:
+        """``score_samples - offset_``: negative exactly where ``predict`` is -1, array (T,)."""
+        return self.score_samples(X) - self.offset_
+
+    def p_values(self, X) -> np.ndarray:
+        r"""Conformal p-value of each step, :math:`(1 + \#\{c_i \ge s_t\}) / (n + 1)`, (T,)."""
+        return self.p_values_of(self.score_samples(X))
+
+    def p_values_of(self, scores) -> np.ndarray:
+        """p-values of step scores already computed (``score_samples`` or a stream's)."""
+        from ..detector._calibration import conformal_p_values
+
+        check_is_fitted(self, "reference_")
+        return conformal_p_values(self.calibration_scores_, -np.asarray(scores, dtype=float))
+
+    def predict(self, X) -> np.ndarray:
+        """+1 / -1 per step: -1 where the novelty exceeds ``threshold_`` (equivalently where
+        the p-value is <= ``contamination``), array (T,)."""
+        return np.where(self.decision_function(X) >= 0, 1, -1)
+
+    def explain(self, X) -> WindowExplanation:
+        """Which channel and when: per step, the shares of the channels in the squared
+        distance of the deciding window (``aggregate="max"``: the covering window of largest
+        novelty; "mean": averaged over the covering windows) to its nearest normal window, with
+        the novelty, p-value and flag (:class:`WindowExplanation`)."""
+        rows = self._rows(X)
+        nov = rows[:, 0]
+        from ..detector._calibration import conformal_p_values
+
+        return WindowExplanation(
+            novelty=nov,
+            p_values=conformal_p_values(self.calibration_scores_, nov),
+            flagged=nov > self.threshold_,
+            channel_shares=rows[:, 1:],
+            channel_names=list(self.channel_names_),
+        )
+
+    def stream(self) -> WindowStream:
+        """A scorer for one recording arriving in chunks (:class:`WindowStream`)."""
+        check_is_fitted(self, "reference_")
+        return WindowStream(self)
+
+    # ------------------------------------------------------------------ update
+    def update(self, X_normal) -> WindowNoveltyDetector:
+        """Add new normal data without a refit; returns self. The channel standardisation,
+        window and stride stay frozen. Each new recording is first scored against the current
+        reference (it is held out from it, as the calibration blocks are) and its step
+        novelties join ``calibration_scores_``; then its windows join the reference (every
+        ``reference_stride_``-th; when the reference passes ``max_reference`` windows it keeps
+        every other one). Recordings shorter than ``2 * window_`` are refused."""
+        check_is_fitted(self, "reference_")
+        self._check_params()
+        from ._engine import Reference, score_recording
+
+        recs, names = _read(X_normal, self.missing, many=True, name="X_normal")
+        z = []
+        for r in recs:
+            if r.shape[1] != self.n_channels_:
+                raise ValueError(f"channel mismatch: fitted on d={self.n_channels_} channels, "
+                                 f"got d={r.shape[1]}")  # fmt: skip
+            if len(r) < 2 * self.window_:
+                raise ValueError(f"update needs recordings of at least {2 * self.window_} "
+                                 f"steps (two windows), got {len(r)}")  # fmt: skip
+            z.append((r - self.mean_) / self.scale_)
+        cal = [self.calibration_scores_]
+        for r in z:
+            rows = score_recording(r, self._featurizer, self.reference_, int(self.n_neighbors),
+                                   self.stride_, self.aggregate_, self._budget)  # fmt: skip
+            cal.append(rows[:, 0])
+        offsets = self.n_normal_steps_ + self.window_ + np.cumsum([0] + [len(r) for r in z])
+        new = self._reference(z, offsets[:-1])
+        ref = Reference(
+            np.concatenate([self.reference_.F, new.F]),
+            np.concatenate([self.reference_.gstart, new.gstart]),
+        )
+        cap = max(1, min(int(self.max_reference), self._budget // (4 * 8 * self._featurizer.dim)))
+        while len(ref) > cap:
+            ref = ref.subset(np.arange(0, len(ref), 2))
+            self.reference_stride_ *= 2
+        self.reference_ = ref
+        self.n_normal_steps_ = int(offsets[-1])
+        self.calibration_scores_ = np.concatenate(cal)
+        self._set_threshold()
+        return self
+
+    # ------------------------------------------------------------------ internals
+    def _check_params(self) -> None:
+        from .._constraints import validate_params
+
+        validate_params(self)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.missing == "interpolate"
+        tags.non_deterministic = False
+        return tags
+
+
+class WindowStream:
+    """One recording scored chunk by chunk: ``push(chunk)`` returns the scores (higher = more
+    normal, as ``score_samples``) of the steps that are now final, ``finish()`` those of the
+    last steps. Concatenated, they equal ``score_samples`` of the whole recording. Each
+    window is computed once; the stream holds the last ``window_`` steps."""
+
+    def __init__(self, det: WindowNoveltyDetector):
+        from ._engine import Stream
+
+        self.det = det
+        self._s = Stream(det._featurizer, det.reference_, int(det.n_neighbors), det.stride_,
+                         det.aggregate_, det._budget)  # fmt: skip
+        self.n_steps = 0
+
+    def push(self, chunk) -> np.ndarray:
+        recs, _ = _read(chunk, self.det.missing, many=False, name="chunk")
+        x = recs[0]
+        if x.shape[1] != self.det.n_channels_:
+            raise ValueError(f"channel mismatch: fitted on d={self.det.n_channels_} channels, "
+                             f"got d={x.shape[1]}")  # fmt: skip
+        self.n_steps += len(x)
+        return -self._s.push((x - self.det.mean_) / self.det.scale_)[:, 0]
+
+    def finish(self) -> np.ndarray:
+        return -self._s.finish()[:, 0]
+
+
+@dataclass
+class WindowExplanation:
+    """Per step of one recording: ``novelty``, ``p_values``, ``flagged``, ``channel_shares``
+    (T, d), rows summing to 1; ``channel`` is the name of the largest share."""
+
+    novelty: np.ndarray
+    p_values: np.ndarray
+    flagged: np.ndarray
+    channel_shares: np.ndarray
+    channel_names: list
+
+    @property
+    def channel(self) -> np.ndarray:
+        return np.asarray(self.channel_names, dtype=object)[np.argmax(self.channel_shares, 1)]
+
+    def to_frame(self):
+        """A DataFrame, one row per step: novelty, p_value, flagged, channel, and one share
+        column per channel."""
+        import pandas as pd
+
+        df = pd.DataFrame(
+            {
+                "novelty": self.novelty,
+                "p_value": self.p_values,
+                "flagged": self.flagged.astype(int),
+                "channel": self.channel,
+            }
+        )
+        for c, name in enumerate(self.channel_names):
+            df[f"share_{name}"] = self.channel_shares[:, c]
+        return df
+
+    def segments(self):
+        """The runs of consecutive flagged steps, a DataFrame: ``start``, ``end`` (last step,
+        inclusive), ``peak`` (step of largest novelty), ``novelty`` (that largest), ``p_value``
+        (smallest), ``channel`` (largest novelty-weighted share over the run)."""
+        import pandas as pd
+
+        f = self.flagged.astype(np.int8)
+        edges = np.diff(np.concatenate([[0], f, [0]]))
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        rows = []
+        for a, b in zip(starts, ends):
+            nov = self.novelty[a:b]
+            share = (self.channel_shares[a:b] * nov[:, None]).sum(axis=0)
+            rows.append(
+                {
+                    "start": int(a),
+                    "end": int(b - 1),
+                    "peak": int(a + np.argmax(nov)),
+                    "novelty": float(nov.max()),
+                    "p_value": float(self.p_values[a:b].min()),
+                    "channel": self.channel_names[int(np.argmax(share))],
+                }
+            )
+        cols = ["start", "end", "peak", "novelty", "p_value", "channel"]
+        return pd.DataFrame(rows, columns=cols)
+
+
+# ---------------------------------------------------------------------- input
+def _one(x, missing: str, name: str):
+    """One recording as float64 (T, d), and its channel names (None for arrays)."""
+    names = None
+    if hasattr(x, "columns"):  # a DataFrame: rows are steps in index order
+        if not x.index.is_monotonic_increasing:
+            x = x.sort_index()
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        bad = [str(c) for c in x.columns
+               if not is_numeric_dtype(x[c].dtype) or is_bool_dtype(x[c].dtype)]  # fmt: skip
+        if bad:
+            raise ValueError(f"`{name}` has non-numeric column(s) {bad}: pass only the channels "
+                             "(the time as the index)")  # fmt: skip
+        names = [str(c) for c in x.columns]
+        x = x.to_numpy(dtype=np.float64)
+    elif hasattr(x, "to_numpy") and hasattr(x, "index"):  # a Series
+        names = [str(x.name) if x.name is not None else "channel_0"]
+        x = x.sort_index().to_numpy(dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"`{name}` is not numeric: {err}") from None
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2:
+        raise ValueError(f"`{name}` must be one recording (T, d) or (T,), got shape {a.shape}")
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"`{name}` is empty (shape {a.shape})")
+    if not np.isfinite(a).all():
+        if np.isinf(a).any():
+            t, c = np.argwhere(np.isinf(a))[0]
+            raise ValueError(f"`{name}` contains an infinite value at step {t}, channel {c}")
+        if missing == "error":
+            t, c = np.argwhere(np.isnan(a))[0]
+            raise ValueError(f'`{name}` has a missing value (NaN) at step {t}, channel {c} and '
+                             'missing="error"')  # fmt: skip
+        from .._missing import interpolate_missing
+
+        a = interpolate_missing(a, name=name)
+    return a, names
+
+
+def _read(X, missing: str, many: bool, name: str):
+    """A list of (T, d) recordings and the channel names (or None)."""
+    if isinstance(X, (list, tuple)):
+        if not many:
+            raise ValueError(f"`{name}` is a list: score one recording at a time")
+        if len(X) == 0:
+            raise ValueError(f"`{name}` is an empty list of recordings")
+        out = [_one(x, missing, f"{name}[{i}]") for i, x in enumerate(X)]
+        names = out[0][1]
+        return [a for a, _ in out], names
+    if not hasattr(X, "columns") and np.ndim(X) == 3:
+        if not many:
+            raise ValueError(f"`{name}` is 3-D {np.shape(X)}: score one recording (T, d) at a "
+                             "time")  # fmt: skip
+        return [_one(x, missing, f"{name}[{i}]")[0] for i, x in enumerate(np.asarray(X))], None
+    a, names = _one(X, missing, name)
+    return [a], names

@@ -1,0 +1,254 @@
+r"""The window engine: window features, nearest normal windows in blocks, steps from windows.
+
+**Features.** A window of ``w`` steps and ``d`` channels (channel-standardised by the normal
+data's mean and standard deviation) is reduced per channel to ``p = min(w, n_segments)``
+segment means (PAA; segment :math:`j` covers steps :math:`[\lfloor jw/p \rfloor,
+\lfloor (j+1)w/p \rfloor)`, of length :math:`\ell_j`), each multiplied by
+:math:`\sqrt{\ell_j}`, so that the squared Euclidean distance of two feature vectors is the
+squared distance of the two windows after each is replaced by its segment means (a lower
+bound of the windows' own squared distance; equal to it when ``p = w``). With
+``znorm=True`` each channel of each window is first z-normalised by its own mean and standard
+deviation (the deviation floored at :data:`ZNORM_FLOOR`, in units of the channel's normal
+standard deviation, so a flat stretch is not blown up into noise). Features come from
+cumulative sums over the block being scored: the windows themselves are never formed.
+
+**Window novelty** is the mean over the ``k`` nearest reference (normal) windows of
+:math:`\|f - g\| / \sqrt{w d}` (a root-mean-square difference per step and channel).
+Distances are computed for blocks of windows (rows) sized so that the block's distance
+matrix takes at most a quarter of ``max_memory``.
+
+**Steps from windows.** Windows start every ``stride`` steps from 0, plus one window ending at
+the last step when the grid misses it. The novelty of step :math:`t` aggregates the windows
+covering it (start in :math:`[t-w+1, t]`): their maximum or their mean. The per-channel shares
+of a window's squared distance to its nearest reference window follow the same rule (the
+window that gives the maximum, or the mean).
+
+**Streaming** (:class:`Stream`): chunks are pushed in order; each window is computed once, a
+step is emitted as soon as every window that can cover it is known (every grid window starting
+at or before it; the final window only covers steps after the last grid window's start), and
+the stream keeps at most the last ``w`` steps and the windows that still cover unemitted steps.
+The concatenated output equals scoring the whole recording at once (``tests/test_windows.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ZNORM_FLOOR", "Featurizer", "Reference", "Stream", "score_recording"]
+
+#: floor of a window's standard deviation under ``znorm``, in channel (normal) standard units
+ZNORM_FLOOR = 0.05
+
+
+@dataclass
+class Featurizer:
+    """Window features of length ``window``, ``n_segments`` per channel (module docstring)."""
+
+    window: int
+    n_segments: int
+    znorm: bool
+    d: int
+
+    def __post_init__(self):
+        w = self.window
+        p = min(w, self.n_segments)
+        self.p = p
+        b = (np.arange(p + 1) * w) // p
+        self.lo, self.hi = b[:-1], b[1:]
+        self.len = (self.hi - self.lo).astype(np.float64)
+        self.dim = self.d * p
+
+    def features(self, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Features (len(starts), d * p), channel-major, of the windows of ``x`` (n, d)
+        starting at ``starts`` (each start + window <= n)."""
+        w, p, d = self.window, self.p, self.d
+        first = int(starts.min())
+        last = int(starts.max()) + w
+        seg = x[first:last]
+        cs = np.zeros((seg.shape[0] + 1, d))
+        np.cumsum(seg, axis=0, out=cs[1:])
+        s = starts - first
+        # sums[i, j, c]: sum of segment j of window i, channel c
+        sums = cs[s[:, None] + self.hi[None, :]] - cs[s[:, None] + self.lo[None, :]]
+        sq = np.sqrt(self.len)[None, :, None]
+        if self.znorm:
+            cs2 = np.zeros_like(cs)
+            np.cumsum(seg * seg, axis=0, out=cs2[1:])
+            tot = cs[s + w] - cs[s]
+            tot2 = cs2[s + w] - cs2[s]
+            mu = tot / w
+            sd = np.sqrt(np.maximum(tot2 / w - mu * mu, 0.0))
+            sd = np.maximum(sd, ZNORM_FLOOR)
+            f = (sums - self.len[None, :, None] * mu[:, None, :]) / (sq * sd[:, None, :])
+        else:
+            f = sums / sq
+        return np.ascontiguousarray(f.transpose(0, 2, 1).reshape(len(starts), d * p))
+
+
+@dataclass
+class Reference:
+    """Features of the normal windows (rows of ``F``), their squared norms, and where each
+    window starts in the concatenated normal data (``gstart``, for held-out blocks)."""
+
+    F: np.ndarray
+    gstart: np.ndarray
+
+    def __post_init__(self):
+        self.sq = np.einsum("ij,ij->i", self.F, self.F)
+
+    def subset(self, keep: np.ndarray) -> Reference:
+        return Reference(self.F[keep], self.gstart[keep])
+
+    def __len__(self) -> int:
+        return self.F.shape[0]
+
+
+def nearest(Q, ref: Reference, k: int, d: int, window: int, max_bytes: int):
+    """For each row of Q: window novelty (mean of the k smallest distances / sqrt(w d)) and
+    the per-channel shares (rows sum to 1) of the squared distance to the nearest reference
+    window. Arrays (n,), (n, d)."""
+    n = Q.shape[0]
+    m = len(ref)
+    k = min(k, m)
+    rows = max(1, int(max_bytes) // (4 * 8 * max(m, 1)))
+    nov = np.empty(n)
+    share = np.empty((n, d))
+    qq = np.einsum("ij,ij->i", Q, Q)
+    scale = np.sqrt(window * d)
+    for i0 in range(0, n, rows):
+        i1 = min(n, i0 + rows)
+        d2 = Q[i0:i1] @ ref.F.T
+        d2 *= -2.0
+        d2 += qq[i0:i1, None]
+        d2 += ref.sq[None, :]
+        np.maximum(d2, 0.0, out=d2)
+        idx = np.argmin(d2, axis=1)
+        if k == 1:
+            dist = np.sqrt(d2[np.arange(i1 - i0), idx])
+        else:
+            dist = np.sqrt(np.partition(d2, k - 1, axis=1)[:, :k]).mean(axis=1)
+        nov[i0:i1] = dist / scale
+        diff = Q[i0:i1] - ref.F[idx]
+        per = (diff * diff).reshape(i1 - i0, d, -1).sum(axis=2)
+        tot = per.sum(axis=1, keepdims=True)
+        share[i0:i1] = np.where(tot > 0, per / np.where(tot > 0, tot, 1.0), 1.0 / d)
+    return nov, share
+
+
+def aggregate_steps(starts, values, window: int, t0: int, t1: int, how: str) -> np.ndarray:
+    """Rows for steps t0..t1-1 from window rows ``values`` (n, 1 + d) (column 0 the window
+    novelty) at sorted ``starts``: the row of the covering window with the largest novelty
+    (``how="max"``, ties to the earliest window) or the mean of the covering rows ("mean"),
+    summed in window order so the result does not depend on how the steps were batched."""
+    t = np.arange(t0, t1)
+    lo = np.searchsorted(starts, t - window + 1, side="left")
+    hi = np.searchsorted(starts, t, side="right")
+    count = hi - lo
+    if t1 > t0 and count.min() < 1:
+        raise AssertionError("a step is covered by no window")  # the grid guarantees one
+    kmax = int(count.max()) if t1 > t0 else 0
+    n = len(starts)
+    if how == "max":
+        best = lo.copy()
+        for j in range(1, kmax):
+            cand = np.minimum(lo + j, n - 1)
+            better = (lo + j < hi) & (values[cand, 0] > values[best, 0])
+            best = np.where(better, cand, best)
+        return values[best]
+    acc = np.zeros((t1 - t0, values.shape[1]))
+    for j in range(kmax):
+        cand = np.minimum(lo + j, n - 1)
+        acc += np.where((lo + j < hi)[:, None], values[cand], 0.0)
+    return acc / count[:, None]
+
+
+class Stream:
+    """Score one recording chunk by chunk (module docstring, "Streaming"): ``push(chunk)``
+    returns the rows (novelty, channel shares) of the steps now final, ``finish()`` the rest.
+    ``chunk`` is already standardised, (n, d)."""
+
+    def __init__(self, feat: Featurizer, ref: Reference, k: int, stride: int, how: str,
+                 max_bytes: int, on_block=None):  # fmt: skip
+        self.feat, self.ref, self.k, self.stride, self.how = feat, ref, k, stride, how
+        self.max_bytes = max_bytes
+        self.on_block = on_block
+        self.w = feat.window
+        self.buf = np.zeros((0, feat.d))
+        self.buf_start = 0  # global index of buf[0]
+        self.n_seen = 0
+        self.next_start = 0
+        self.starts: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+        self.emitted = 0
+        self.finished = False
+        # windows per block: features, distances and shares within a quarter of the budget
+        per_window = 8 * (feat.dim * 3 + 4 * max(len(ref), 1) + 2 * feat.d)
+        self.block = max(1, int(max_bytes) // per_window)
+
+    def _score(self, gstarts: np.ndarray) -> None:
+        for i in range(0, len(gstarts), self.block):
+            g = gstarts[i : i + self.block]
+            F = self.feat.features(self.buf, g - self.buf_start)
+            nov, share = nearest(F, self.ref, self.k, self.feat.d, self.w, self.max_bytes)
+            self.starts.append(g)
+            self.values.append(np.column_stack([nov, share]))
+            if self.on_block is not None:
+                self.on_block(len(g))
+
+    def _emit(self, upto: int) -> np.ndarray:
+        """Rows of steps emitted..upto-1; drops the windows that cover no later step."""
+        if upto <= self.emitted:
+            return np.zeros((0, 1 + self.feat.d))
+        starts = np.concatenate(self.starts)
+        values = np.concatenate(self.values)
+        out = aggregate_steps(starts, values, self.w, self.emitted, upto, self.how)
+        self.emitted = upto
+        keep = starts + self.w > upto
+        self.starts, self.values = [starts[keep]], [values[keep]]
+        return out
+
+    def push(self, chunk: np.ndarray) -> np.ndarray:
+        if self.finished:
+            raise RuntimeError("this stream is finished")
+        chunk = np.asarray(chunk, dtype=np.float64)
+        self.buf = np.concatenate([self.buf, chunk]) if len(self.buf) else chunk
+        self.n_seen += len(chunk)
+        last = self.n_seen - self.w  # the last start with a full window
+        if last < self.next_start:
+            return self._trim(np.zeros((0, 1 + self.feat.d)))
+        g = np.arange(self.next_start, last + 1, self.stride)
+        self.next_start = int(g[-1]) + self.stride
+        self._score(g)
+        return self._trim(self._emit(int(g[-1]) + 1))
+
+    def _trim(self, out: np.ndarray) -> np.ndarray:
+        keep_from = max(self.buf_start, self.n_seen - self.w)  # the last w steps
+        if keep_from > self.buf_start:
+            self.buf = self.buf[keep_from - self.buf_start :].copy()
+            self.buf_start = keep_from
+        return out
+
+    def finish(self) -> np.ndarray:
+        """Rows of the steps not yet emitted (the final window added when the grid misses the
+        last step). ValueError when the recording is shorter than the window."""
+        if self.finished:
+            raise RuntimeError("this stream is finished")
+        self.finished = True
+        if self.n_seen < self.w:
+            raise ValueError(
+                f"the recording has {self.n_seen} steps, fewer than the window ({self.w})"
+            )
+        end = self.n_seen - self.w
+        done = np.concatenate(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
+        if not (done.size and done[-1] == end):
+            self._score(np.array([end]))
+        return self._emit(self.n_seen)
+
+
+def score_recording(x, feat, ref, k, stride, how, max_bytes, on_block=None) -> np.ndarray:
+    """Rows (T, 1 + d) of one standardised recording x (T, d), in one pass."""
+    s = Stream(feat, ref, k, stride, how, max_bytes, on_block)
+    head = s.push(x)
+    return np.concatenate([head, s.finish()])

@@ -1,0 +1,236 @@
+"""WindowNoveltyDetector: brute-force oracle, streaming = one-shot, blocks, the automatic
+window, per-step calibration by simulation, explain, update and input errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from novelty import WindowNoveltyDetector
+from novelty._constraints import InvalidParameterError
+from novelty.windows._period import auto_window
+
+
+def _sine(T, period=25, d=1, noise=0.2, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(T)[:, None]
+    phase = rng.uniform(0, 2 * np.pi, size=d)
+    return np.sin(2 * np.pi * t / period + phase) + noise * rng.normal(size=(T, d))
+
+
+def _ar1(T, phi=0.7, d=1, seed=0):
+    rng = np.random.default_rng(seed)
+    e = rng.normal(size=(T, d))
+    x = np.empty_like(e)
+    x[0] = e[0]
+    for i in range(1, T):
+        x[i] = phi * x[i - 1] + e[i]
+    return x
+
+
+# ------------------------------------------------------------------ oracle
+def _brute(normal, x, w, how):
+    mu, sd = normal.mean(0), normal.std(0)
+    nz, xz = (normal - mu) / sd, (x - mu) / sd
+    R = np.array([nz[i : i + w].T.ravel() for i in range(len(nz) - w + 1)])
+    Q = np.array([xz[i : i + w].T.ravel() for i in range(len(xz) - w + 1)])
+    ws = np.sqrt(((Q[:, None, :] - R[None]) ** 2).sum(-1).min(1) / (w * x.shape[1]))
+    T = len(x)
+    out = np.empty(T)
+    for t in range(T):
+        cover = ws[max(0, t - w + 1) : min(t, T - w) + 1]
+        out[t] = cover.max() if how == "max" else cover.mean()
+    return out
+
+
+@pytest.mark.parametrize("how", ["max", "mean"])
+def test_scores_equal_a_brute_force_nearest_window(how):
+    normal, x = _sine(240, d=2, seed=1), _sine(90, d=2, seed=2)
+    x[40:50, 1] += 2.0
+    det = WindowNoveltyDetector(window=12, stride=1, n_segments=12, aggregate=how)
+    got = -det.fit(normal).score_samples(x)
+    np.testing.assert_allclose(got, _brute(normal, x, 12, how), rtol=1e-8, atol=1e-9)
+
+
+def test_paa_distance_is_a_lower_bound_of_the_exact_one():
+    normal, x = _sine(300, seed=3), _ar1(120, seed=4)
+    exact = -WindowNoveltyDetector(window=16, stride=1, n_segments=16).fit(normal).score_samples(x)
+    paa = -WindowNoveltyDetector(window=16, stride=1, n_segments=4).fit(normal).score_samples(x)
+    assert (paa <= exact + 1e-12).all() and (paa < exact).any()
+
+
+# ------------------------------------------------------------------ streaming and blocks
+@pytest.mark.parametrize("stride,how", [("auto", "max"), (1, "mean"), (5, "max"), (7, "mean")])
+def test_chunked_scoring_equals_one_shot(stride, how):
+    normal, x = _sine(800, d=3, seed=5), _sine(413, d=3, seed=6)
+    det = WindowNoveltyDetector(window=40, stride=stride, aggregate=how).fit(normal)
+    whole = det.score_samples(x)
+    for sizes in ([413], [1, 39, 1, 200, 172], [7] * 59, [40, 40, 333]):
+        st = det.stream()
+        parts, pos = [], 0
+        for n in sizes:
+            parts.append(st.push(x[pos : pos + n]))
+            pos += n
+        parts.append(st.finish())
+        got = np.concatenate(parts)
+        assert got.shape == whole.shape
+        np.testing.assert_allclose(got, whole, rtol=1e-10, atol=1e-12)
+        assert len(st._s.buf) <= det.window_  # the stream keeps at most one window of steps
+
+
+def test_stream_computes_each_window_once():
+    normal, x = _sine(1500, seed=7), _sine(700, seed=8)
+    det = WindowNoveltyDetector(window=30, stride=3).fit(normal)
+    from novelty.windows import _engine
+
+    counted = []
+    st = _engine.Stream(det._featurizer, det.reference_, 1, 3, "max", det._budget,
+                        on_block=counted.append)  # fmt: skip
+    z = (x - det.mean_) / det.scale_
+    for i in range(0, 700, 13):
+        st.push(z[i : i + 13])
+    st.finish()
+    assert sum(counted) == len(range(0, 700 - 30 + 1, 3)) + 1  # the grid + the final window
+
+
+def test_tiny_max_memory_gives_the_same_scores_in_blocks():
+    normal, x = _sine(1200, d=2, seed=9), _sine(600, d=2, seed=10)
+    big = WindowNoveltyDetector(window=32).fit(normal)
+    small = WindowNoveltyDetector(window=32, max_memory=20_000).fit(normal)
+    assert small.reference_stride_ > big.reference_stride_ or len(small.reference_) < 1200
+    tiny_blocks = clone(big).set_params(max_memory=1).fit(normal)
+    tiny_blocks.reference_ = big.reference_
+    tiny_blocks._budget = 1  # one window per block, the same reference
+    np.testing.assert_allclose(tiny_blocks.score_samples(x), big.score_samples(x), rtol=1e-10)
+
+
+# ------------------------------------------------------------------ window
+def test_auto_window_is_the_period_and_bounded():
+    assert WindowNoveltyDetector().fit(_sine(4000, period=50, noise=0.1)).window_ == 50
+    assert auto_window([_sine(4000, period=700)[:, :]]) == 512  # clipped above
+    assert auto_window([_sine(4000, period=6, noise=0.0)]) == 16  # clipped below
+    assert auto_window([_sine(200, period=150)]) == 50  # at most T/4
+    assert auto_window([_ar1(3000)]) == 100  # no period: the default
+    with pytest.raises(ValueError, match="at least 64 steps"):
+        WindowNoveltyDetector().fit(np.zeros(50))
+    with pytest.raises(ValueError, match="window=100 needs at least 400 normal steps"):
+        WindowNoveltyDetector(window=100).fit(_sine(300))
+
+
+# ------------------------------------------------------------------ calibration
+def _flag_rates(make, eps, n_rec, T_fit, T_new):
+    rates = []
+    for r in range(n_rec):
+        det = WindowNoveltyDetector(window=20, contamination=eps).fit(make(T_fit, seed=2 * r))
+        rates.append(float((det.predict(make(T_new, seed=2 * r + 1)) == -1).mean()))
+    return np.array(rates)
+
+
+def _assert_rate(rates, eps):
+    """The mean flag share of independent recordings is within 3.3 standard errors of ``eps``
+    (the standard error from the recordings' spread, which carries the block dependence of the
+    steps; 3.3 SE: a two-sided 0.1 % test), and at least one recording in three has a flag share
+    below 2 * eps (the rate is not reached by a drift of every recording)."""
+    se = rates.std(ddof=1) / np.sqrt(len(rates))
+    assert abs(rates.mean() - eps) <= 3.3 * se + 0.1 * eps, (rates.mean(), se)
+    assert (rates < 2 * eps).mean() >= 1 / 3
+
+
+def test_pure_normal_ar1_is_flagged_at_contamination():
+    _assert_rate(_flag_rates(_ar1, 0.05, 16, 1500, 800), 0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make", [_ar1, _sine], ids=["ar1", "noisy-sine"])
+@pytest.mark.parametrize("eps", [0.01, 0.02, 0.1])
+def test_pure_normal_recordings_are_flagged_at_contamination(make, eps):
+    """40 independent recordings of each process, fitted on 3,000 normal steps each."""
+    _assert_rate(_flag_rates(make, eps, 40, 3000, 2000), eps)
+
+
+def test_predict_p_values_and_threshold_agree():
+    normal, x = _ar1(2000, seed=11), _ar1(800, seed=12)
+    x[300:340] += 3.0
+    det = WindowNoveltyDetector(window=20, contamination=0.05).fit(normal)
+    p, pred, s = det.p_values(x), det.predict(x), det.score_samples(x)
+    assert ((p <= 0.05) == (pred == -1)).all()
+    assert ((det.decision_function(x) < 0) == (pred == -1)).all()
+    assert (pred[300:340] == -1).all()
+    np.testing.assert_array_equal(det.p_values_of(s), p)
+    n = det.calibration_scores_.size
+    assert p.min() >= 1 / (n + 1) and p.max() <= 1
+
+
+# ------------------------------------------------------------------ explain, update
+def test_explain_names_the_channel_and_the_time():
+    cols = ["pressure", "flow", "temp"]
+    normal = pd.DataFrame(_sine(3000, d=3, seed=13), columns=cols)
+    x = pd.DataFrame(_sine(1000, d=3, seed=14), columns=cols)
+    x.iloc[600:640, 1] += 3.0
+    det = WindowNoveltyDetector(window=25).fit(normal)
+    ex = det.explain(x)
+    seg = ex.segments()
+    top = seg.iloc[np.argmax(seg["novelty"].to_numpy())]
+    assert top["channel"] == "flow" and 570 <= top["peak"] < 670
+    assert top["start"] <= 600 and top["end"] >= 639
+    np.testing.assert_allclose(ex.channel_shares.sum(1), 1.0)
+    frame = ex.to_frame()
+    assert list(frame.columns[:4]) == ["novelty", "p_value", "flagged", "channel"]
+    # columns found by name, in any order
+    np.testing.assert_allclose(det.score_samples(x[cols[::-1]]), det.score_samples(x))
+    with pytest.raises(ValueError, match=r"channel\(s\) \['temp'\]"):
+        det.score_samples(x[["pressure", "flow"]])
+
+
+def test_update_adds_normal_windows_and_calibration():
+    a, b = _sine(1500, period=25, seed=15), 2.0 * _sine(1500, period=25, seed=16)
+    det = WindowNoveltyDetector(window=25).fit(a)
+    n_ref, n_cal = len(det.reference_), det.calibration_scores_.size
+    before = -det.score_samples(b)
+    det.update(b)
+    assert len(det.reference_) > n_ref and det.calibration_scores_.size == n_cal + len(b)
+    after = -det.score_samples(b)
+    assert np.allclose(after, 0.0, atol=1e-7) and before.mean() > 0.3  # b is now in the reference
+    assert det.threshold_ > 0
+
+
+def test_lists_3d_arrays_and_clone():
+    recs = [_sine(800, d=2, seed=s) for s in range(3)]
+    x = _sine(300, d=2, seed=9)
+    s_list = WindowNoveltyDetector(window=20).fit(recs).score_samples(x)
+    s_3d = WindowNoveltyDetector(window=20).fit(np.stack(recs)).score_samples(x)
+    np.testing.assert_array_equal(s_list, s_3d)
+    det = clone(WindowNoveltyDetector(window=20, contamination=0.1))
+    assert det.get_params()["contamination"] == 0.1
+
+
+# ------------------------------------------------------------------ errors
+def test_input_errors_are_clear():
+    det = WindowNoveltyDetector(window=20).fit(_sine(600, d=2))
+    with pytest.raises(ValueError, match="score one recording at a time"):
+        det.score_samples([_sine(100, d=2)])
+    with pytest.raises(ValueError, match="fitted on recordings with d=2 channels, got d=3"):
+        det.score_samples(_sine(100, d=3))
+    with pytest.raises(ValueError, match="fewer than the window"):
+        det.score_samples(_sine(10, d=2))
+    bad = _sine(100, d=2)
+    bad[5, 1] = np.inf
+    with pytest.raises(ValueError, match="infinite value at step 5, channel 1"):
+        det.score_samples(bad)
+    gap = _sine(100, d=2)
+    gap[10:13, 0] = np.nan
+    assert np.isfinite(det.score_samples(gap)).all()
+    with pytest.raises(ValueError, match='NaN\\) at step 10, channel 0 and missing="error"'):
+        clone(det).set_params(missing="error").fit(_sine(600, d=2)).score_samples(gap)
+    with pytest.raises(InvalidParameterError, match="'contamination' parameter"):
+        WindowNoveltyDetector(contamination=0.7).fit(_sine(600))
+    with pytest.raises(InvalidParameterError, match="'window' parameter"):
+        WindowNoveltyDetector(window=1).fit(_sine(600))
+    with pytest.raises(ValueError, match="stride=30 is larger than the window"):
+        WindowNoveltyDetector(window=20, stride=30).fit(_sine(600))
+    with pytest.raises(ValueError, match="recording 1 has 3 channels"):
+        WindowNoveltyDetector(window=20).fit([_sine(600, d=2), _sine(600, d=3)])
+    with pytest.raises(ValueError, match="non-numeric column"):
+        WindowNoveltyDetector(window=20).fit(pd.DataFrame({"a": ["x"] * 600}))
