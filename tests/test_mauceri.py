@@ -175,7 +175,7 @@ def test_report_target_line_and_protocol_check(toy_data, tmp_path):
     ref.loc["Toy", "MSM"] = 95.0
     md = M.report_markdown(rows, ref, "cmd", toy_data, ["default"])
     assert "max |ours - theirs| = 0.0000" in md and "Every set within 0.01." in md
-    assert "**missed** (90.00 against 100.00, -10.00, over 1 sets" in md
+    assert "**missed** (90.00 against 100.00, -10.00, over 1 of 1 sets;" in md
     ref.loc["Toy", "Euclidean"] = ref.loc["Toy", "MSM"] = 85.0
     md = M.report_markdown(rows, ref, "cmd", toy_data, ["default"])
     assert "**met** (90.00 against 85.00, +5.00" in md
