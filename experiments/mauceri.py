@@ -685,6 +685,19 @@ def report_markdown(rows, ref, command: str, data_dir=DEFAULT_DATA, methods=None
     return "\n".join(lines) + "\n"
 
 
+NOTES_MARK = "<!-- hand-written notes below this line: kept when the report is rewritten -->"
+
+
+def kept_notes(path: Path) -> str:
+    """The part of an existing report from :data:`NOTES_MARK` on ("" when none): what
+    ``report --out`` keeps of a file it rewrites."""
+    if not path.is_file():
+        return ""
+    text = path.read_text()
+    i = text.find(NOTES_MARK)
+    return "" if i < 0 else "\n" + text[i:]
+
+
 # -- command line ----------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments mauceri", description=__doc__,
@@ -729,6 +742,7 @@ def main(argv: list[str] | None = None) -> int:
         md = report_markdown(read_cells(Path(args.results)), ref, command, args.data_dir,
                              args.methods)  # fmt: skip
         if args.out:
+            md += kept_notes(Path(args.out))
             Path(args.out).write_text(md)
             print(f"report written: {args.out}")
         else:

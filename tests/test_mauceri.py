@@ -261,3 +261,22 @@ def test_provenance_sees_uncommitted_and_untracked_changes(tmp_path, monkeypatch
     assert untracked.startswith("local:") and untracked != edited
     (tmp_path / "novelty" / "b.py").write_text("z = 2\n")
     assert M.provenance()[1] not in (edited, untracked)
+
+
+def test_report_keeps_hand_written_notes(toy_data, tmp_path):
+    from experiments.__main__ import main
+
+    res = tmp_path / "res"
+    M.run([M.METHODS["euclid_1nn"]], ["Toy"], toy_data, res, log=lambda *a, **k: None)
+    ref = tmp_path / "ref.csv"
+    pd.DataFrame([{"Dataset": "Toy", **{c: 50.0 for c in M.THEIR_COLUMNS}}]).to_csv(ref)
+    out = tmp_path / "report.md"
+    args = ["mauceri", "report", "--reference", str(ref), "--data-dir", str(toy_data),
+            "--results", str(res), "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    first = out.read_text()
+    assert M.NOTES_MARK not in first and "| Toy | 3 |" in first
+    out.write_text(first + "\n" + M.NOTES_MARK + "\nmy note\n")
+    assert main(args) == 0 and main(args) == 0  # rewritten twice: the notes kept once
+    text = out.read_text()
+    assert text.count("my note") == 1 and text.startswith(first)
