@@ -16,18 +16,36 @@ p-value <= contamination, or Benjamini-Hochberg at ``--fdr``), and ``label`` whe
 has one; ``--explain`` adds the channel and the time steps that raise the novelty most.
 
 Errors (a file that cannot be read, a missing column, a channel mismatch) are one line on
-stderr and exit status 2, before any output file exists; every output file is written
-atomically (a temporary file, then renamed), so an error or an interrupt never leaves a
-partial one. Arguments are parsed before anything heavy is imported.
+stderr and exit status 2, before any output file exists. Outputs (:class:`Output`):
+
+- the model and the ``--out`` file are checked and *reserved* before any work: a lock file
+  ``.<name>.lock`` beside the path, created exclusively, so a folder that cannot be written
+  is reported at once (naming the path given), and a second run writing the same path is
+  refused while the first one works;
+- each is written to a temporary file in the same folder, then moved onto its path: an
+  error, a full disk or Ctrl-C never leaves a partial file, and the lock is removed;
+- a path is never overwritten without ``--force``, including a file that appeared while the
+  work ran (the new result is then kept beside it, under a name the error gives);
+- files get the permissions of the umask (``0666 & ~umask``), as ``touch`` would;
+- text cells of ``scores.csv`` (``id``, ``label``, ``top_channel``) that a spreadsheet would
+  read as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, and
+  not a number) get a leading ``'`` (OWASP's advice on CSV injection);
+- ``--out -`` writes the CSV to standard output (the summary line then goes to stderr).
+
+Arguments are parsed before anything heavy is imported; ``score`` checks its data file before
+the model loads.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
+import re
+import secrets
+import socket
 import sys
-import tempfile
 from pathlib import Path
 
 PROG = "tskernels-detect"
@@ -42,6 +60,20 @@ class Parser(argparse.ArgumentParser):
 
 class CLIError(Exception):
     """An error to print as one line (exit status 2)."""
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("tskernels")
+        except PackageNotFoundError:
+            v = "unknown (not installed)"
+        print(f"{PROG} {v}")
+        parser.exit(0)
 
 
 def _fraction(text: str) -> float:
@@ -76,6 +108,9 @@ def build_parser() -> Parser:
         prog=PROG,
         description="Fit a novelty detector on normal series, score new series.",
     )
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="print the package version and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     fit = sub.add_parser("fit", help="fit on normal series and save the model")
@@ -103,14 +138,20 @@ def build_parser() -> Parser:
         "--max-time", type=_positive, default=60.0, help="seconds for --kernel auto (default 60)"
     )
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    fit.add_argument("--force", action="store_true", help="overwrite an existing model file")
+    fit.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite the model file if it exists (or appears while the fit runs)",
+    )
     _columns(fit)
     _progress(fit)
 
     score = sub.add_parser("score", help="score series with a saved model, write a CSV")
     score.add_argument("data", help="series to score: long .csv, folder of .csv, .npz or .ts")
     score.add_argument("--model", required=True, help="a model saved by `fit`")
-    score.add_argument("--out", required=True, help="the CSV to write (one row per series)")
+    score.add_argument(
+        "--out", required=True, help="the CSV to write (one row per series); - for stdout"
+    )
     score.add_argument(
         "--fdr",
         type=_fraction,
@@ -122,7 +163,11 @@ def build_parser() -> Parser:
         action="store_true",
         help="add the channel and time span that raise each series' novelty most",
     )
-    score.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    score.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite the output file if it exists (or appears while scoring runs)",
+    )
     _columns(score)
     _progress(score)
 
@@ -195,63 +240,226 @@ def _read(args, channels=None):
     )
 
 
-def _check_new_file(path: str, force: bool, what: str) -> Path:
-    p = Path(path)
-    if p.exists() and not force:
-        raise CLIError(f"{path} exists: pass --force to overwrite the {what}")
-    if p.is_dir():
-        raise CLIError(f"{path} is a folder, not a file")
-    if not p.parent.exists():
-        raise CLIError(f"{p.parent}: no such folder for the {what}")
-    return p
+class Output:
+    """A file the command will write at ``path`` (``what`` names it in messages), checked and
+    reserved before any work, written at the end by :meth:`write`.
+
+    Use as a context manager: on entry the path is checked (not a folder, its folder exists,
+    an existing file needs ``force``) and reserved by creating the lock file ``.<name>.lock``
+    beside it exclusively (``O_CREAT | O_EXCL``; it holds ``pid host``), which also proves the
+    folder writable. A lock held by a live process refuses the run; one left by a process that
+    no longer runs on this host is taken over. On exit (error and Ctrl-C included) the lock is
+    removed."""
+
+    def __init__(self, path: str, force: bool, what: str):
+        self.path = Path(path)
+        self.force = force
+        self.what = what
+        self.lock = self.path.parent / f".{self.path.name}.lock"
+        self._held = False
+
+    def __enter__(self) -> Output:
+        p = self.path
+        if p.is_dir():
+            raise CLIError(f"{p} is a folder, not a file")
+        if not p.parent.is_dir():
+            raise CLIError(f"{p.parent}: no such folder for the {self.what}")
+        if p.exists() and not self.force:
+            raise CLIError(f"{p} exists: pass --force to overwrite the {self.what}")
+        self._reserve()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._held:
+            with contextlib.suppress(OSError):
+                os.unlink(self.lock)
+            self._held = False
+
+    def _reserve(self) -> None:
+        for attempt in (0, 1):
+            try:
+                fd = os.open(self.lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                if attempt == 0 and _stale(self.lock):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.lock)
+                    continue
+                raise CLIError(
+                    f"{self.path} is being written by another {PROG} run (lock file "
+                    f"{self.lock}; delete it if no such run is active)"
+                ) from None
+            except OSError as err:
+                raise CLIError(self._cannot(err)) from None
+            self._held = True
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(f"{os.getpid()} {socket.gethostname()}\n")
+            except OSError as err:  # a full disk: not even the lock's few bytes
+                raise CLIError(self._cannot(err)) from None
+            return
+
+    def _cannot(self, err: OSError) -> str:
+        reason = err.strerror or _one_line(err)
+        if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            reason = f"its folder {self.path.parent} is not writable ({reason})"
+        return f"cannot write the {self.what} {self.path}: {reason}"
+
+    def write(self, write_to) -> None:
+        """``write_to(tmp)`` writes the content to ``tmp`` (a new path in the same folder);
+        the file then gets the umask's permissions and is moved onto the path. Without
+        ``force``, a file that appeared at the path meanwhile is kept: the new one stays
+        beside it and a CLIError names both. Any failure removes the temporary file; an
+        ``OSError`` becomes a one-line CLIError naming the path."""
+        p = self.path
+        tmp = p.parent / f".{p.stem}.{secrets.token_hex(4)}.tmp{p.suffix}"
+        try:
+            write_to(tmp)
+            os.chmod(tmp, 0o666 & ~_umask())
+            if self.force:
+                os.replace(tmp, p)
+            elif not _link_new(tmp, p):
+                kept = _keep_beside(tmp, p)
+                raise CLIError(
+                    f"{p} appeared while this run worked: not overwritten (pass --force to "
+                    f"overwrite); the new {self.what} is at {kept}"
+                )
+        except OSError as err:
+            raise CLIError(f"{self._cannot(err)}; nothing written") from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _stale(lock: Path) -> bool:
+    """Whether ``lock`` was left by a process that no longer runs (on this host)."""
+    try:
+        pid, host = lock.read_text().split()
+        pid = int(pid)
+    except (OSError, ValueError):
+        return False  # unreadable, or being written: taken as held
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's live process
+        return False
+    return False
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _link_new(tmp: Path, path: Path) -> bool:
+    """Put ``tmp`` at ``path`` if nothing is there (atomically: a hard link, which never
+    replaces); False if a file is there. Where hard links are not supported, a check then a
+    rename."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links on this file system
+        if os.path.lexists(path):
+            return False
+        os.replace(tmp, path)
+    return True
+
+
+def _keep_beside(tmp: Path, path: Path) -> Path:
+    """A new, unused name beside ``path`` (``name-new<k>.suffix``) holding ``tmp``'s file."""
+    for k in range(1, 1000):
+        kept = path.parent / f"{path.stem}-new{k if k > 1 else ''}{path.suffix}"
+        if _link_new(tmp, kept):
+            return kept
+    raise CLIError(f"{path} appeared while this run worked, and no free name beside it")
+
+
+#: a number as text (kept as it is: ``-1.5`` is a value, not a formula)
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def neutralise_formula(value):
+    """``value`` with a leading ``'`` if it is text a spreadsheet would read as a formula: it
+    starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return and is not a number
+    (OWASP, "CSV injection"). Other values are returned unchanged."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        if not _NUMBER.fullmatch(value):
+            return "'" + value
+    return value
 
 
 def _fit(args) -> int:
     if not 0 < args.contamination <= 0.5:
         raise CLIError(f"--contamination must lie in (0, 0.5], got {args.contamination}")
-    model = _check_new_file(args.model, args.force, "model")
-    data = _read(args, args.channels)
-    X = data.X
-    if data.labels is not None:
-        labels = sorted(set(data.labels.tolist()))
-        if args.normal_label is None and len(labels) > 1:
-            shown = ", ".join(labels[:6]) + (", ..." if len(labels) > 6 else "")
-            raise CLIError(
-                f"{data.source} holds {len(labels)} labels ({shown}): say which class is "
-                "normal with --normal-label"
-            )
-        if args.normal_label is not None:
-            keep = [i for i, v in enumerate(data.labels) if v == args.normal_label]
-            if not keep:
+    with Output(args.model, args.force, "model") as model:
+        _check_data(args.data)
+        data = _read(args, args.channels)
+        y = None
+        if data.labels is not None:
+            labels = sorted(set(data.labels.tolist()))
+            if args.normal_label is None and len(labels) > 1:
+                shown = ", ".join(labels[:6]) + (", ..." if len(labels) > 6 else "")
                 raise CLIError(
-                    f"no series has the label {args.normal_label!r} (labels: {', '.join(labels)})"
+                    f"{data.source} holds {len(labels)} labels ({shown}): say which class is "
+                    "normal with --normal-label"
                 )
-            X = X[keep] if hasattr(X, "shape") else [X[i] for i in keep]
-    elif args.normal_label is not None:
-        raise CLIError(f"--normal-label given but {data.source} has no label column")
+            y = data.labels if args.normal_label is not None else None
+        elif args.normal_label is not None:
+            raise CLIError(f"--normal-label given but {data.source} has no label column")
 
-    from .detector._detector import KernelNoveltyDetector
+        from .detector._detector import KernelNoveltyDetector
 
-    det = KernelNoveltyDetector(
-        kernel=None if args.kernel == "default" else "auto",
-        contamination=args.contamination,
-        max_time=args.max_time,
-        random_state=args.seed,
-        verbose=_show_progress(args),
-    )
-    det.fit(X)
-    det.set_params(verbose=False)
-    det.channel_names_ = list(data.channels)
-    det.save(model)
+        det = KernelNoveltyDetector(
+            kernel=None if args.kernel == "default" else "auto",
+            contamination=args.contamination,
+            normal_label=args.normal_label,  # the detector keeps the series of that label
+            max_time=args.max_time,
+            random_state=args.seed,
+            verbose=_show_progress(args),
+        )
+        det.fit(data.X, y)
+        det.set_params(verbose=False)
+        det.channel_names_ = list(data.channels)
+        model.write(det.save)
     n = det.n_corpus_
     print(
         f"fitted on {n} normal series, {det.n_channels_} channel(s) "
-        f"({', '.join(data.channels)}) in {det.fit_seconds_:.1f} s; saved {model}"
+        f"({', '.join(data.channels)}) in {det.fit_seconds_:.1f} s; saved {model.path}"
     )
     if hasattr(det, "selection_"):
         chosen = ", ".join(m.spec.label() for m in det.members_)
         print(f"auto selection: {chosen}")
     return 0
+
+
+def _check_data(path: str) -> None:
+    """The data file or folder exists, can be read and has a format ``read_series`` reads:
+    checked before a model loads or a fit starts."""
+    p = Path(path)
+    if p.is_dir():
+        try:
+            os.listdir(p)
+        except OSError as err:
+            raise CLIError(f"{p}: cannot read the folder ({err.strerror})") from None
+        return
+    if not p.exists():
+        raise CLIError(f"{p}: no such file or folder")
+    if p.suffix.lower() not in (".csv", ".npz", ".ts"):
+        raise CLIError(
+            f"{p}: unknown format {p.suffix or '(no suffix)'!r}; give a long .csv, a folder of "
+            "per-series .csv files, an .npz or a .ts file"
+        )
+    try:
+        with open(p, "rb") as f:
+            empty = not f.read(1)
+    except OSError as err:
+        raise CLIError(f"{p}: cannot read it ({err.strerror})") from None
+    if empty:
+        raise CLIError(f"{p}: empty file")
 
 
 def _load(path: str):
@@ -263,52 +471,91 @@ def _load(path: str):
 
 
 def _score(args) -> int:
-    out = _check_new_file(args.out, args.force, "output file")
-    det = _load(args.model)
-    names = getattr(det, "channel_names_", None)
-    from .adapters._io import SeriesFileError
+    to_stdout = args.out == "-"
+    out = None if to_stdout else Output(args.out, args.force, "output file")
+    with out or contextlib.nullcontext():
+        _check_data(args.data)
+        det = _load(args.model)
+        names = getattr(det, "channel_names_", None)
+        from .adapters._io import SeriesFileError
 
-    try:
-        data = _read(args, names if _is_csv(args.data) else None)
-    except SeriesFileError as err:
-        raise CLIError(_one_line(err)) from None
-    if names is not None and not _is_csv(args.data) and len(data.channels) != len(names):
-        raise CLIError(
-            f"{data.source} has {len(data.channels)} channel(s), the model was fitted on "
-            f"{len(names)} ({', '.join(names)})"
-        )
-    det.set_params(verbose=_show_progress(args))
-    import numpy as np
+        try:
+            data = _read(args, names if _is_csv(args.data) else None)
+        except SeriesFileError as err:
+            raise CLIError(_one_line(err)) from None
+        if names is not None and not _is_csv(args.data) and len(data.channels) != len(names):
+            raise CLIError(
+                f"{data.source} has {len(data.channels)} channel(s), the model was fitted on "
+                f"{len(names)} ({', '.join(names)})"
+            )
+        det.set_params(verbose=_show_progress(args))
+        import numpy as np
 
-    p = det.p_values(data.X)
-    novelty = -det.score_samples(data.X)
-    if args.fdr is not None:
-        from .detector._calibration import benjamini_hochberg
+        if args.explain:  # the explanation's pass gives the novelty too
+            explanation = _explanation_columns(det, data, names)
+            novelty = explanation.pop("novelty")
+            p, flagged = det._outcome(novelty, fdr=args.fdr)
+        else:
+            novelty, p, flagged = det._assess(data.X, fdr=args.fdr)
+        if args.fdr is not None:
+            _warn_fdr(det, len(p), int(np.sum(flagged)), args.fdr)
+        columns = {
+            "id": data.ids,
+            "novelty": novelty,
+            "p_value": p,
+            "flagged": flagged.astype(int),
+        }
+        if args.explain:
+            columns.update(explanation)
+        if data.labels is not None:
+            columns["label"] = data.labels
+        import pandas as pd
 
-        flagged = benjamini_hochberg(p, args.fdr)
-    else:
-        flagged = p <= det.contamination
-    columns = {
-        "id": data.ids,
-        "novelty": novelty,
-        "p_value": p,
-        "flagged": flagged.astype(int),
-    }
-    if args.explain:
-        columns.update(_explanation_columns(det, data, names))
-    if data.labels is not None:
-        columns["label"] = data.labels
-    import pandas as pd
-
-    _write_csv_atomically(pd.DataFrame(columns), out)
+        frame = pd.DataFrame(columns)
+        for c in frame.columns:
+            if not pd.api.types.is_numeric_dtype(frame[c]):  # text: ids, labels, channels
+                frame[c] = frame[c].map(neutralise_formula)
+        if to_stdout:
+            frame.to_csv(sys.stdout, index=False)
+            sys.stdout.flush()
+        else:
+            out.write(lambda tmp: _write_csv(frame, tmp))
     rule = f"fdr={args.fdr}" if args.fdr is not None else f"contamination={det.contamination}"
-    print(f"scored {len(data)} series: {int(np.sum(flagged))} flagged ({rule}); wrote {out}")
+    where = "standard output" if to_stdout else out.path
+    print(
+        f"scored {len(data)} series: {int(np.sum(flagged))} flagged ({rule}); wrote {where}",
+        file=sys.stderr if to_stdout else sys.stdout,
+    )
     return 0
+
+
+def _warn_fdr(det, m: int, n_flagged: int, q: float) -> None:
+    """A warning when ``--fdr q`` flagged none of the ``m`` series and could not have flagged a
+    lone outlier: Benjamini-Hochberg flags one series among ``m`` only if its p-value is at
+    most ``q/m``, and conformal p-values are at least ``1/(n+1)`` with ``n`` calibration
+    scores, so at least ``ceil(m/q) - 1`` normal series are needed."""
+    import math
+    import warnings
+
+    n = int(det.calibration_scores_.size)
+    need = math.ceil(m / q - 1e-9) - 1
+    if n_flagged or m == 0 or n >= need:
+        return
+    warnings.warn(
+        f"--fdr {q} flagged none of the {m} series and could not flag a lone outlier: "
+        f"Benjamini-Hochberg over {m} series needs a p-value <= {q}/{m} = {q / m:.3g}, and "
+        f"with {n} normal series conformal p-values are at least 1/{n + 1} = {1 / (n + 1):.3g}; "
+        f"fit on at least {need} normal series, score fewer series at a time, or leave out "
+        "--fdr (flags by p-value <= contamination)",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def _explanation_columns(det, data, names) -> dict:
     """The top channel and the time span (first and last step of the steps whose attribution
-    is at least half the series' largest) of each series."""
+    is at least half the series' largest) of each series, and (key ``novelty``) the novelty the
+    explanation computed on the way (the detector's, from the same scoring pass)."""
     import numpy as np
 
     ex = det.explain(data.X)
@@ -321,7 +568,7 @@ def _explanation_columns(det, data, names) -> dict:
         steps = np.flatnonzero(t >= 0.5 * peak) if peak > 0 else np.arange(0)
         start.append(int(steps[0]) if steps.size else -1)
         end.append(int(steps[-1]) if steps.size else -1)
-    return {"top_channel": top, "span_start": start, "span_end": end}
+    return {"top_channel": top, "span_start": start, "span_end": end, "novelty": ex.novelty}
 
 
 def _is_csv(path: str) -> bool:
@@ -329,16 +576,13 @@ def _is_csv(path: str) -> bool:
     return p.is_dir() or p.suffix.lower() == ".csv"
 
 
-def _write_csv_atomically(frame, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            frame.to_csv(f, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def _write_csv(frame, path: Path) -> None:
+    """``frame`` as CSV into the new file ``path`` (flushed to disk: a full disk fails here)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    with os.fdopen(fd, "w", newline="") as f:
+        frame.to_csv(f, index=False)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _info(args) -> int:

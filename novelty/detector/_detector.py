@@ -330,7 +330,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
         0 where the score equals the threshold, infinite ones included (a +inf novelty at a
         +inf threshold is not flagged, as its p-value says): never NaN."""
-        s = self.score_samples(X)
+        return self._decision(self.score_samples(X))
+
+    def _decision(self, s: np.ndarray) -> np.ndarray:
+        """``decision_function`` from the scores ``s`` (the one rule; 0 where ``s == offset_``)."""
         with np.errstate(invalid="ignore"):  # inf - inf, replaced by 0 below
             return np.where(s == self.offset_, 0.0, s - self.offset_)
 
@@ -356,10 +359,35 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def p_values(self, X) -> np.ndarray:
         r"""Conformal p-values :math:`(1 + \#\{c_i \ge s(x)\}) / (n + 1)`, array (n,): small =
         unlike the corpus; for a new normal series :math:`P(p \le \varepsilon) \le \varepsilon`."""
-        novelty = self._novelty(X)
+        return self._p_values_of(self._novelty(X))
+
+    def _p_values_of(self, novelty: np.ndarray) -> np.ndarray:
+        """``p_values`` from the novelty scores (``-score_samples``) of the series."""
         if self.calibration_scores_.size == 0:  # a corpus of one series
             return np.ones_like(novelty)
         return conformal_p_values(self.calibration_scores_, novelty)
+
+    def _assess(self, X, fdr: float | None = None):
+        """``(novelty, p, flagged)`` of X from one scoring pass: ``novelty == -score_samples(X)``,
+        ``p == p_values(X)`` and ``flagged == (predict(X, fdr) == -1)`` (bool arrays (n,))."""
+        if fdr is not None:
+            from ._calibration import check_fdr
+
+            check_fdr(fdr, name="fdr")  # before any scoring
+        novelty = self._novelty(X)
+        return (novelty, *self._outcome(novelty, fdr))
+
+    def _outcome(self, novelty: np.ndarray, fdr: float | None = None):
+        """``(p, flagged)`` of series whose novelty (``-score_samples``) is already known, by
+        ``predict``'s rules: ``fdr=None``, ``decision_function < 0``; else Benjamini-Hochberg
+        at ``fdr`` over these series."""
+        novelty = np.asarray(novelty, dtype=np.float64)
+        p = self._p_values_of(novelty)
+        if fdr is None:
+            return p, self._decision(-novelty) < 0
+        from ._calibration import benjamini_hochberg, check_fdr
+
+        return p, benjamini_hochberg(p, check_fdr(fdr, name="fdr"))
 
     def update(self, X_new, refit: bool = False) -> KernelNoveltyDetector:
         """Add confirmed-normal series ``X_new`` (read as ``fit`` reads X) to the corpus;
