@@ -1,12 +1,16 @@
 # Two entry points for a fresh machine:
-#   make run    installs into .venv and runs the main job
+#   make run    installs into .venv and runs the main job: the default detector beside ROCKAD's
+#               recipe on BasicMotions, then the quick study
 #   make test   installs into .venv (with the test extra) and runs lint + the whole test suite
+# and, on a machine with a CUDA GPU (its CUDA torch installed first):
+#   make gpu-check   the tests marked gpu, CUDA Gram timings and exactness, the detector on
+#                    CUDA; writes docs/gpu_check.json (without a GPU: one line, exit 0)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: run test install install-test lint bench clean
+.PHONY: run test install install-test lint bench gpu-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +30,7 @@ install-test: $(VENV)/.torch
 	$(BIN)/python -m pip install -q -e ".[test]"
 
 run: install
+	$(BIN)/python -m experiments.showcase
 	$(BIN)/python -m experiments run --preset quick --store results/quick.sqlite --report results/quick_report
 
 lint: install-test
@@ -33,10 +38,13 @@ lint: install-test
 	$(BIN)/ruff format --check .
 
 test: install-test lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
 
 bench: install-test
 	$(BIN)/python benchmarks/bench_gram.py
+
+gpu-check: install-test
+	$(BIN)/python benchmarks/gpu_check.py --out docs/gpu_check.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,7 +1,15 @@
-"""Shared fixtures: the shared data folder and the `slow` marker (skipped unless --runslow)."""
+"""Shared fixtures: the shared data folder, the `slow` marker (skipped unless --runslow) and
+the `gpu` marker (skipped without a CUDA device).
+
+A test is marked `gpu` explicitly, or implicitly when one of its parameters is a CUDA device
+name (``@pytest.mark.parametrize("device", ["cpu", "cuda"])`` gives ``test_x[cuda]`` the
+marker). ``pytest -m gpu`` runs them (``make gpu-check``). ``TSKERNELS_GPU_TESTS_DEVICE=cpu``
+runs the explicitly marked ones on the CPU instead (a dry run of their code, through the
+``gpu_device`` fixture), the others still skipped."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,13 +21,40 @@ def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run slow tests")
 
 
+#: "cpu": run the explicitly `gpu`-marked tests on the CPU (a dry run); unset: on "cuda".
+GPU_TESTS_DEVICE = os.environ.get("TSKERNELS_GPU_TESTS_DEVICE")
+
+
+def _on_cuda(item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(str(v).startswith("cuda") for v in callspec.params.values())
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _on_cuda(item):
+            item.add_marker(pytest.mark.gpu)
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if gpu_items:
+        import torch
+
+        if not torch.cuda.is_available():
+            skip_gpu = pytest.mark.skip(reason="gpu: no CUDA device")
+            for item in gpu_items:
+                if GPU_TESTS_DEVICE != "cpu" or _on_cuda(item):
+                    item.add_marker(skip_gpu)
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --runslow")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def gpu_device() -> str:
+    """The device of the `gpu` tests: "cuda", or TSKERNELS_GPU_TESTS_DEVICE (the dry run)."""
+    return GPU_TESTS_DEVICE or "cuda"
 
 
 @pytest.fixture(scope="session")

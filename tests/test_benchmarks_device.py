@@ -84,10 +84,10 @@ def test_bench_novelty_runs_on_the_cpu(capsys):
     assert "max relative difference to peer" in out
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_bench_gram_runs_on_cuda(capsys):
+@pytest.mark.gpu
+def test_bench_gram_runs_on_cuda(capsys, gpu_device):
     load("bench_gram").main(
         ["--n", "6", "--T", "5", "--d", "2", "--repeats", "1", "--kernels", "flat_rbf", "gak"]
-        + ["--device", "cuda"]
+        + ["--device", gpu_device]
     )
-    assert "device=cuda" in capsys.readouterr().out
+    assert f"device={gpu_device}" in capsys.readouterr().out

@@ -299,11 +299,11 @@ def test_class_on_wavefront_path_equals_numba_path(normalized):
     torch.testing.assert_close(wave.diag(X), ref.diag(X), rtol=1e-12, atol=0)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_equals_cpu():
+@pytest.mark.gpu
+def test_cuda_equals_cpu(gpu_device):
     X = _ragged((30, 25, 40), seed=18)
     cpu = GAK(sigma=3.0).gram(X)
-    gpu = GAK(sigma=3.0, device="cuda").gram(X)
+    gpu = GAK(sigma=3.0, device=gpu_device).gram(X)
     torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-10, atol=0)
 
 
