@@ -139,6 +139,11 @@ def build_parser() -> Parser:
     )
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument(
+        "--window",
+        help="one long recording: score each time step by windows of this many steps, or "
+        "'auto' (novelty.windows; score then writes one row per step)",
+    )
+    fit.add_argument(
         "--force",
         action="store_true",
         help="overwrite the model file if it exists (or appears while the fit runs)",
@@ -197,6 +202,8 @@ def main(argv=None) -> int:
             warnings.simplefilter("always")
             try:
                 command = {"fit": _fit, "score": _score, "info": _info}[args.command]
+                if _windowed(args):  # one long recording (issue 32): novelty.windows._cli
+                    from .windows._cli import run as command
                 return command(args)
             finally:  # the library's warnings, one line each
                 seen = set()
@@ -212,6 +219,15 @@ def main(argv=None) -> int:
         return 130
     except (ValueError, OSError) as err:  # bad data or files: the library's one-line message
         return _fail(_one_line(err))
+
+
+def _windowed(args) -> bool:
+    """``fit --window``, or a model saved by it (score, info)."""
+    if args.command == "fit":
+        return args.window is not None
+    from .windows._cli import is_window_model
+
+    return is_window_model(args.model)
 
 
 def _fail(message: str) -> int:

@@ -379,6 +379,21 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         check_is_fitted(self, "reference_")
         return WindowStream(self)
 
+    def save(self, path, extra: dict | None = None):
+        """Write the fitted detector to ``path`` (atomically), data only: an ``.npz`` of its
+        arrays and a JSON text, loaded without pickle (:mod:`novelty.windows._persist`)."""
+        from ._persist import save_window_model
+
+        check_is_fitted(self, "reference_")
+        return save_window_model(self, path, extra)
+
+    @classmethod
+    def load(cls, path) -> WindowNoveltyDetector:
+        """The detector saved at ``path`` by :meth:`save` (ValueError for another file)."""
+        from ._persist import load_window_model
+
+        return load_window_model(path, cls)[0]
+
     # ------------------------------------------------------------------ update
     def update(self, X_normal) -> WindowNoveltyDetector:
         """Add new normal data without a refit; returns self. The channel standardisation,

@@ -1,0 +1,84 @@
+"""Saving and loading a fitted :class:`WindowNoveltyDetector`: data only, no pickle.
+
+The file is numpy's ``.npz`` (a zip of ``.npy`` arrays): the reference features, their start
+positions, the calibration scores and the channel standardisation as float64/int64 arrays, and
+one ``window_meta`` array holding a JSON text (the parameters, the fitted scalars, the channel
+names and ``extra``: what the command line stores, e.g. the time grid). It is read with
+``allow_pickle=False``, so loading runs no code from the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+FORMAT = "tskernels-window-model/1"
+_SCALARS = ("window_", "stride_", "reference_stride_", "detector_", "aggregate_", "n_channels_",
+            "n_normal_steps_", "n_folds_", "threshold_", "_from_frame", "fit_seconds_")  # fmt: skip
+
+
+def is_window_model(path) -> bool:
+    """Whether ``path`` is a file written by :func:`save_window_model`."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return "window_meta.npy" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def save_window_model(det, path, extra: dict | None = None) -> Path:
+    """Write ``det`` to ``path`` (atomically: a temporary file, then renamed)."""
+    path = Path(path)
+    meta = {
+        "format": FORMAT,
+        "params": det.get_params(),
+        "channel_names_": list(det.channel_names_),
+        "extra": extra or {},
+    }
+    for k in _SCALARS:
+        v = getattr(det, k)
+        meta[k] = v.item() if hasattr(v, "item") else v
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(
+                f,
+                window_meta=np.array(json.dumps(meta)),
+                mean=det.mean_,
+                scale=det.scale_,
+                ref_F=det.reference_.F,
+                ref_gstart=det.reference_.gstart,
+                calibration=det.calibration_scores_,
+            )
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def load_window_model(path, cls):
+    """The detector saved at ``path`` and its ``extra`` dict; ValueError for another file."""
+    from ._engine import Reference
+
+    if not is_window_model(path):
+        raise ValueError(f"{path} is not a window model (saved by WindowNoveltyDetector.save)")
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["window_meta"]))
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path}: unknown window-model format {meta.get('format')!r}")
+        det = cls(**meta["params"])
+        for k in _SCALARS:
+            setattr(det, k, meta[k])
+        det.channel_names_ = list(meta["channel_names_"])
+        det.mean_, det.scale_ = z["mean"], z["scale"]
+        det.reference_ = Reference(z["ref_F"], z["ref_gstart"])
+        det.calibration_scores_ = z["calibration"]
+    det.offset_ = -det.threshold_
+    det._featurizer = det._make_featurizer()
+    det._budget = int(det.max_memory or 256 * 2**20)
+    return det, meta["extra"]

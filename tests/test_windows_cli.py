@@ -1,0 +1,88 @@
+"""tskernels-detect fit --window / score / info on one long recording (novelty.windows._cli)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from novelty import WindowNoveltyDetector
+from novelty.__main__ import main
+
+
+def _recording(T, seed, start="2024-01-01"):
+    rng = np.random.default_rng(seed)
+    t = np.arange(T)
+    df = pd.DataFrame(
+        {
+            "time": pd.date_range(start, periods=T, freq="1min").strftime("%Y-%m-%dT%H:%M:%S"),
+            "a": np.sin(2 * np.pi * t / 30) + 0.1 * rng.normal(size=T),
+            "b": np.cos(2 * np.pi * t / 30) + 0.1 * rng.normal(size=T),
+        }
+    )
+    return df
+
+
+def test_fit_score_info_one_row_per_step(tmp_path, capsys):
+    normal, new = _recording(2000, 0), _recording(800, 1, start="2024-02-01")
+    new.loc[400:440, "b"] = 2.0
+    normal.to_csv(tmp_path / "normal.csv", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    model, out = tmp_path / "m.model", tmp_path / "steps.csv"
+    assert main(["fit", str(tmp_path / "normal.csv"), "--window", "auto", "--contamination",
+                 "0.01", "--model", str(model), "--quiet"]) == 0  # fmt: skip
+    assert "window 30" in capsys.readouterr().out
+    assert main(["score", str(tmp_path / "new.csv"), "--model", str(model), "--out", str(out),
+                 "--explain", "--quiet"]) == 0  # fmt: skip
+    df = pd.read_csv(out)
+    assert list(df.columns) == ["time", "novelty", "p_value", "flagged", "channel"]
+    assert len(df) == 800 and df["time"].iloc[0].startswith("2024-02-01")
+    flagged = np.flatnonzero(df["flagged"].to_numpy() == 1)
+    inside = (flagged >= 370) & (flagged < 471)
+    assert set(range(400, 441)) <= set(flagged) and (~inside).sum() <= 0.06 * 800
+    assert (df.loc[400:440, "channel"] == "b").all()
+    # the same numbers as the Python API on the same data
+    det = WindowNoveltyDetector(window="auto", contamination=0.01).fit(normal[["a", "b"]])
+    np.testing.assert_allclose(df["novelty"], -det.score_samples(new[["a", "b"]]), rtol=1e-6)
+    assert WindowNoveltyDetector.load(model).window_ == 30
+    assert main(["info", "--model", str(model)]) == 0
+    assert "window model: 2 channel(s) (a, b), window 30" in capsys.readouterr().out
+
+
+def test_errors_are_one_line_with_status_2(tmp_path, capsys):
+    normal = _recording(600, 0)
+    normal.to_csv(tmp_path / "normal.csv", index=False)
+    model = tmp_path / "m.model"
+    assert main(["fit", str(tmp_path / "normal.csv"), "--window", "x", "--model", str(model)]) == 2
+    assert "--window must be 'auto' or a whole number" in capsys.readouterr().err
+    assert main(["fit", str(tmp_path / "normal.csv"), "--window", "20", "--model", str(model),
+                 "--quiet"]) == 0  # fmt: skip
+    capsys.readouterr()
+    out = tmp_path / "s.csv"
+    for extra, message in [
+        (["--fdr", "0.1"], "--fdr controls a batch of series"),
+        ([], None),
+        ([], "exists: pass --force"),
+    ]:
+        rc = main(["score", str(tmp_path / "normal.csv"), "--model", str(model), "--out",
+                   str(out), "--quiet", *extra])  # fmt: skip
+        err = capsys.readouterr().err
+        if message is None:
+            assert rc == 0
+        else:
+            assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    normal[["time", "a"]].to_csv(tmp_path / "one.csv", index=False)
+    assert main(["score", str(tmp_path / "one.csv"), "--model", str(model), "--out",
+                 str(tmp_path / "t.csv"), "--quiet"]) == 2  # fmt: skip
+    assert "b" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["not a zip", b"PK\x03\x04junk"])
+def test_other_files_are_not_window_models(tmp_path, bad):
+    from novelty.windows._persist import is_window_model
+
+    p = tmp_path / "m"
+    p.write_bytes(bad.encode() if isinstance(bad, str) else bad)
+    assert not is_window_model(p)
+    with pytest.raises(ValueError, match="not a window model"):
+        WindowNoveltyDetector.load(p)
