@@ -103,19 +103,45 @@ def _columns(p: argparse.ArgumentParser) -> None:
     g.add_argument("--label-col", help="label column (default: label, class or y; optional)")
 
 
+#: The trust model of a model file, in --help (README: "Command line").
+TRUST = (
+    "A model file holds only data (numbers, text, arrays) and the names of tskernels' own "
+    "classes, under a SHA-256 checksum: it is loaded without running any code from it, and a "
+    "damaged file is refused. Models saved by tskernels 0.1 are pickle files, which run code "
+    "when loaded: they load only with --trust-pickle, for files you trust."
+)
+
+
+def _trust_pickle(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="also load a model saved by tskernels 0.1: a pickle file, which runs any code it "
+        "holds when loaded (only for files you trust; `fit` again to get the safe format)",
+    )
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog=PROG,
-        description="Fit a novelty detector on normal series, score new series.",
+        description="Fit a novelty detector on normal series, score new series. " + TRUST,
     )
     parser.add_argument(
         "--version", action=_Version, nargs=0, help="print the package version and exit"
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
-    fit = sub.add_parser("fit", help="fit on normal series and save the model")
+    fit = sub.add_parser(
+        "fit",
+        help="fit on normal series and save the model",
+        description="Fit a novelty detector on normal series and save it. " + TRUST,
+    )
     fit.add_argument("data", help="normal series: long .csv, folder of .csv, .npz or .ts")
-    fit.add_argument("--model", required=True, help="where to save the fitted model")
+    fit.add_argument(
+        "--model",
+        required=True,
+        help="where to save the fitted model (data only: loading it runs no code from it)",
+    )
     fit.add_argument(
         "--kernel",
         choices=("default", "auto"),
@@ -151,9 +177,16 @@ def build_parser() -> Parser:
     _columns(fit)
     _progress(fit)
 
-    score = sub.add_parser("score", help="score series with a saved model, write a CSV")
+    score = sub.add_parser(
+        "score",
+        help="score series with a saved model, write a CSV",
+        description="Score series with a model saved by `fit`, write a CSV. " + TRUST,
+    )
     score.add_argument("data", help="series to score: long .csv, folder of .csv, .npz or .ts")
-    score.add_argument("--model", required=True, help="a model saved by `fit`")
+    score.add_argument(
+        "--model", required=True, help="a model saved by `fit` (loaded without running code)"
+    )
+    _trust_pickle(score)
     score.add_argument(
         "--out", required=True, help="the CSV to write (one row per series); - for stdout"
     )
@@ -176,8 +209,15 @@ def build_parser() -> Parser:
     _columns(score)
     _progress(score)
 
-    info = sub.add_parser("info", help="what a saved model was fitted on")
-    info.add_argument("--model", required=True, help="a model saved by `fit`")
+    info = sub.add_parser(
+        "info",
+        help="what a saved model was fitted on",
+        description="What a saved model was fitted on, its versions and lengths. " + TRUST,
+    )
+    info.add_argument(
+        "--model", required=True, help="a model saved by `fit` (loaded without running code)"
+    )
+    _trust_pickle(info)
     return parser
 
 
@@ -478,12 +518,17 @@ def _check_data(path: str) -> None:
         raise CLIError(f"{p}: empty file")
 
 
-def _load(path: str):
+def _load(path: str, trust_pickle: bool = False, metadata: bool = False):
+    """The detector saved at ``path`` (and, with ``metadata=True``, its file's metadata), read
+    once, without running code from the file (a 0.1 pickle only with ``trust_pickle``)."""
     from .detector._detector import KernelNoveltyDetector
+    from .detector._persistence import read_model, warn_other_version
 
     if not Path(path).exists():
         raise CLIError(f"{path}: no such model file")
-    return KernelNoveltyDetector.load(path)
+    det, meta = read_model(path, KernelNoveltyDetector, trust_pickle=trust_pickle)
+    warn_other_version(path, meta)
+    return (det, meta) if metadata else det
 
 
 def _score(args) -> int:
@@ -491,7 +536,7 @@ def _score(args) -> int:
     out = None if to_stdout else Output(args.out, args.force, "output file")
     with out or contextlib.nullcontext():
         _check_data(args.data)
-        det = _load(args.model)
+        det = _load(args.model, args.trust_pickle)
         names = getattr(det, "channel_names_", None)
         from .adapters._io import SeriesFileError
 
@@ -602,16 +647,27 @@ def _write_csv(frame, path: Path) -> None:
 
 
 def _info(args) -> int:
-    det = _load(args.model)  # checked: a saved detector
-    import joblib
+    det, meta = _load(args.model, args.trust_pickle, metadata=True)  # the file, read once
+    from .detector._persistence import _lengths_rule, calibrated_lengths
 
-    meta = {k: v for k, v in joblib.load(args.model).items() if k != "estimator"}
     names = getattr(det, "channel_names_", None) or [f"channel_{j}" for j in range(det.n_channels_)]
     members = ", ".join(m.spec.label() for m in det.members_)
-    print(f"model: {args.model}")
+    lo, hi = calibrated_lengths(det)
+    accepted = _lengths_rule(det)
+    if accepted == "any":
+        accepted = "other lengths are scored, with a warning: their p-values are not calibrated"
+    else:
+        shown = accepted if isinstance(accepted, int) else f"{accepted[0]} to {accepted[1]}"
+        accepted = f"the kernels accept only {shown} steps"
+    versions = meta.get("versions")
+    print(f"model: {args.model} (format {meta.get('format_version')})")
     print(f"saved by tskernels {meta.get('package_version')} on {meta.get('created')}")
+    if versions:
+        print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    else:
+        print("versions: not recorded (a file of tskernels 0.1)")
     print(f"corpus: {det.n_corpus_} normal series, channels: {', '.join(names)}")
-    print(f"lengths accepted: {meta.get('contract', {}).get('lengths')}")
+    print(f"lengths calibrated: {lo if lo == hi else f'{lo} to {hi}'} steps; {accepted}")
     print(f"members: {members}; contamination {det.contamination}")
     return 0
 

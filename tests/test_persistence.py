@@ -1,8 +1,13 @@
-"""Saving and loading a fitted detector (issue 22, item 2): novelty.detector._persistence."""
+"""Saving and loading a fitted detector (issue 22, item 2; issue 31's file format):
+novelty.detector._persistence. The safety of the format (no code run from a file, checksum,
+the 0.1 pickle opt-in): tests/test_model_file_safety.py."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import struct
 import time
 import warnings
 
@@ -27,6 +32,35 @@ DETECTORS = {
         kernel=tskernels.FlattenedKernel(tskernels.RBF(3.0)), scorer="knn"
     ),
 }
+
+
+def rewrite_header(path, **changes):
+    """Change header fields of a saved model and recompute its checksum (a valid file)."""
+    data = path.read_bytes()
+    start = len(persistence.MAGIC) + 32
+    (size,) = struct.unpack("<I", data[start : start + 4])
+    header = json.loads(data[start + 4 : start + 4 + size])
+    header.update(changes)
+    head = json.dumps(header).encode()
+    body = struct.pack("<I", len(head)) + head + data[start + 4 + size :]
+    path.write_bytes(persistence.MAGIC + hashlib.sha256(body).digest() + body)
+
+
+def legacy_save(det, path):
+    """Write ``det`` as tskernels 0.1 did (format_version 1: a joblib pickle)."""
+    joblib.dump(
+        {
+            "format": "tskernels-detector",
+            "format_version": 1,
+            "package_version": persistence.package_version(),
+            "python": "3.11.0",
+            "created": "2026-01-01T00:00:00+00:00",
+            "contract": {"n_channels": det.n_channels_, "n_corpus": det.n_corpus_},
+            "estimator": det,
+        },
+        path,
+    )
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -75,26 +109,60 @@ def test_round_trip_gives_identical_scores(name, corpus, new, tmp_path):
     np.testing.assert_array_equal(loaded.predict(new), det.predict(new))
     np.testing.assert_array_equal(loaded.calibration_scores_, det.calibration_scores_)
     assert loaded.get_params().keys() == det.get_params().keys()
+    if hasattr(det, "selection_"):  # a pandas frame, stored as columns of data
+        import pandas as pd
+
+        pd.testing.assert_frame_equal(loaded.selection_, det.selection_)
 
 
 def test_file_metadata_and_contract(fitted, saved):
-    payload = joblib.load(saved)
-    assert payload["format"] == "tskernels-detector"
-    assert payload["format_version"] == 1
-    assert payload["package_version"] == persistence.package_version()
-    assert isinstance(payload["python"], str) and isinstance(payload["created"], str)
-    # a flattened kernel needs the corpus length
-    assert payload["contract"] == {"n_channels": 2, "n_corpus": 25, "lengths": 30}
-    assert isinstance(payload["estimator"], KernelNoveltyDetector)
+    assert saved.read_bytes().startswith(persistence.MAGIC)
+    meta = persistence.read_metadata(saved)
+    assert meta["format"] == "tskernels-detector"
+    assert meta["format_version"] == 2
+    assert meta["package_version"] == persistence.package_version()
+    assert isinstance(meta["python"], str) and isinstance(meta["created"], str)
+    # a flattened kernel needs the corpus length, and is calibrated on it
+    assert meta["contract"] == {
+        "n_channels": 2,
+        "n_corpus": 25,
+        "lengths": 30,
+        "calibrated_lengths": [30, 30],
+        "channels": None,
+    }
+    assert "novelty.detector._detector.KernelNoveltyDetector" in meta["globals"]
+    assert meta["trusted_types"] == []
+
+
+def test_metadata_records_the_versions(saved):
+    from importlib.metadata import version
+
+    import sklearn
+    import sktime
+    import torch
+
+    versions = persistence.read_metadata(saved)["versions"]
+    assert versions["numpy"] == np.__version__ == version("numpy")
+    assert versions["torch"] == torch.__version__.split("+")[0] or versions["torch"] == version(
+        "torch"
+    )
+    assert versions["scikit-learn"] == sklearn.__version__
+    assert versions["sktime"] == sktime.__version__
+    assert versions["tskernels"] == persistence.package_version()
+    import platform
+
+    assert versions["python"] == platform.python_version()
 
 
 def test_default_detector_accepts_any_length(corpus, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         det = KernelNoveltyDetector().fit(corpus)
-    payload = joblib.load(det.save(tmp_path / "d.joblib"))
-    assert payload["contract"]["lengths"] == "any"
-    det.score_samples(_walks(2, T=17, seed=3))  # what "any" promises
+    meta = persistence.read_metadata(det.save(tmp_path / "d.joblib"))
+    assert meta["contract"]["lengths"] == "any"
+    assert meta["contract"]["calibrated_lengths"] == [30, 30]
+    with pytest.warns(UserWarning, match="length 17"):
+        det.score_samples(_walks(2, T=17, seed=3))  # what "any" promises, with a warning
 
 
 def test_corrupt_file(tmp_path):
@@ -109,7 +177,7 @@ def test_truncated_file(saved, tmp_path):
     data = saved.read_bytes()
     path = tmp_path / "half.joblib"
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError, match="not a saved KernelNoveltyDetector or is corrupt") as e:
+    with pytest.raises(ValueError, match="is corrupt: its SHA-256 checksum") as e:
         KernelNoveltyDetector.load(path)
     assert str(path) in str(e.value) and "\n" not in str(e.value)
 
@@ -129,8 +197,11 @@ def test_empty_file(tmp_path):
 def test_file_of_another_format(obj, tmp_path):
     path = tmp_path / "other.joblib"
     joblib.dump(obj, path)
+    with pytest.raises(ValueError, match="pickle file.*trust_pickle=True") as e:
+        KernelNoveltyDetector.load(path)  # never unpickled
+    assert str(path) in str(e.value)
     with pytest.raises(ValueError, match="not a saved KernelNoveltyDetector") as e:
-        KernelNoveltyDetector.load(path)
+        KernelNoveltyDetector.load(path, trust_pickle=True)
     assert str(path) in str(e.value)
 
 
@@ -140,9 +211,7 @@ def test_missing_file_raises_file_not_found(tmp_path):
 
 
 def test_version_mismatch_warns(saved, new, fitted):
-    payload = joblib.load(saved)
-    payload["package_version"] = "0.0.0-old"
-    joblib.dump(payload, saved)
+    rewrite_header(saved, package_version="0.0.0-old")
     with pytest.warns(UserWarning, match="0.0.0-old") as record:
         loaded = KernelNoveltyDetector.load(saved)
     message = str(record[0].message)
@@ -151,10 +220,8 @@ def test_version_mismatch_warns(saved, new, fitted):
 
 
 def test_newer_format_version_is_refused(saved):
-    payload = joblib.load(saved)
-    payload["format_version"] = 2
-    joblib.dump(payload, saved)
-    with pytest.raises(ValueError, match="format_version 2, newer"):
+    rewrite_header(saved, format_version=3)
+    with pytest.raises(ValueError, match="format_version 3, newer"):
         KernelNoveltyDetector.load(saved)
 
 
@@ -168,11 +235,11 @@ def test_unfitted_save_raises_not_fitted(tmp_path):
 def test_interrupted_save_leaves_no_file(fitted, tmp_path, monkeypatch):
     path = tmp_path / "det.joblib"
 
-    def broken_dump(value, f, *args, **kwargs):
+    def broken_write(f, data):
         f.write(b"partial")
         raise KeyboardInterrupt("interrupted")
 
-    monkeypatch.setattr(persistence.joblib, "dump", broken_dump)
+    monkeypatch.setattr(persistence, "_write", broken_write)
     with pytest.raises(KeyboardInterrupt):
         fitted.save(path)
     assert os.listdir(tmp_path) == []  # neither path nor a temporary file
@@ -181,11 +248,11 @@ def test_interrupted_save_leaves_no_file(fitted, tmp_path, monkeypatch):
 def test_interrupted_save_keeps_the_previous_file(fitted, saved, new, monkeypatch):
     before = saved.read_bytes()
 
-    def broken_dump(value, f, *args, **kwargs):
+    def broken_write(f, data):
         f.write(b"partial")
         raise OSError("disk full")
 
-    monkeypatch.setattr(persistence.joblib, "dump", broken_dump)
+    monkeypatch.setattr(persistence, "_write", broken_write)
     with pytest.raises(OSError, match="disk full"):
         fitted.save(saved)
     assert saved.read_bytes() == before
@@ -204,8 +271,9 @@ def test_save_accepts_a_string_path_in_the_current_folder(fitted, tmp_path, monk
 
 
 def test_a_file_saved_before_the_subpackages_loads(fitted, new, tmp_path, monkeypatch):
-    """A detector saved when its modules were ``novelty._members`` etc. (before the
-    ``novelty.scorers`` / ``novelty.detector`` folders) loads, and scores as before."""
+    """A detector saved (format 1, a pickle) when its modules were ``novelty._members`` etc.
+    (before the ``novelty.scorers`` / ``novelty.detector`` folders) loads with
+    ``trust_pickle=True``, and scores as before."""
     import importlib
     import sys
 
@@ -217,10 +285,12 @@ def test_a_file_saved_before_the_subpackages_loads(fitted, new, tmp_path, monkey
             for obj in list(vars(module).values()):
                 if isinstance(obj, type) and obj.__module__ == new_name:
                     m.setattr(obj, "__module__", old)
-        fitted.save(path)
+        legacy_save(fitted, path)
     assert not any(old in sys.modules for old in persistence.FORMER_MODULES)
     raw = path.read_bytes()
     assert b"novelty._members" in raw and b"novelty.detector._members" not in raw
-    loaded = KernelNoveltyDetector.load(path)
+    with pytest.raises(ValueError, match="trust_pickle=True"):
+        KernelNoveltyDetector.load(path)
+    loaded = KernelNoveltyDetector.load(path, trust_pickle=True)
     np.testing.assert_array_equal(loaded.score_samples(new), fitted.score_samples(new))
     assert not any(old in sys.modules for old in persistence.FORMER_MODULES)  # cleaned up

@@ -449,20 +449,27 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def save(self, path):
         """Write the fitted detector to one file at ``path`` (atomically), returns the path.
 
-        Format: :mod:`novelty.detector._persistence` (joblib, with version and input-contract
-        metadata). Security: like every pickle-based format, only load files you trust."""
+        Format: :mod:`novelty.detector._persistence`: a SHA-256 checksum, a JSON header
+        (versions, input contract) and the state, which holds only plain data, arrays and the
+        names of the package's own classes, so that :meth:`load` runs no code from the file."""
         from ._persistence import save_detector
 
         return save_detector(self, path)
 
     @classmethod
-    def load(cls, path) -> KernelNoveltyDetector:
-        """The fitted detector saved at ``path`` by :meth:`save` (ValueError for a file that
-        is not one or is corrupt; UserWarning when another package version saved it).
-        Security: unpickling runs code named in the file: only load files you trust."""
+    def load(cls, path, *, trust_pickle: bool = False, trusted=()) -> KernelNoveltyDetector:
+        """The fitted detector saved at ``path`` by :meth:`save`, loaded without running code
+        from the file (ValueError, naming it, for a file that names anything but the
+        package's own classes and plain data; for a damaged file, by its checksum; for a file
+        that is not a saved detector). UserWarning when another package version saved it.
+
+        ``trust_pickle=True`` also loads a file saved by tskernels 0.1 (a joblib pickle:
+        **loading it runs any code the file holds**, so only for files you trust; save it
+        again to convert it). ``trusted``: ``"module.Class"`` names of your own classes
+        (a custom kernel) that you vouch for."""
         from ._persistence import load_detector
 
-        return load_detector(path, cls)
+        return load_detector(path, cls, trust_pickle=trust_pickle, trusted=trusted)
 
     def __repr__(self, N_CHAR_MAX=700):
         """scikit-learn's repr; a fitted detector with several members or a selection adds
@@ -595,6 +602,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"channels, got d={d}" + (f"; {hint}" if hint else "")
             )
         _warn_in_sample(self, arrays)  # hashes the numpy series (no crossing back)
+        _warn_uncalibrated_lengths(self, arrays)
         from ._progress import plan, progress, step
 
         with progress(self.verbose, "score"):
@@ -734,6 +742,31 @@ def _warn_in_sample(det, Xs) -> None:
             UserWarning,
             stacklevel=4,
         )
+
+
+def _warn_uncalibrated_lengths(det, Xs) -> None:
+    """Warn when scored series have a length outside those the corpus calibrates
+    (:func:`novelty.detector._persistence.calibrated_lengths`: the corpus's lengths, widened
+    by the members' pooling): their scores rank, but their p-values are not calibrated."""
+    from ._persistence import calibrated_lengths
+
+    lo, hi = calibrated_lengths(det)
+    lengths = [Xs.shape[1]] * len(Xs) if hasattr(Xs, "shape") else [len(x) for x in Xs]
+    outside = sorted({t for t in lengths if not lo <= t <= hi})
+    if not outside:
+        return
+    k = sum(not lo <= t <= hi for t in lengths)
+    shown = ", ".join(map(str, outside[:5])) + (", ..." if len(outside) > 5 else "")
+    calibrated = f"{lo}" if lo == hi else f"{lo} to {hi}"
+    warnings.warn(
+        f"{k} of {len(lengths)} scored series have length {shown}, outside the length the "
+        f"corpus was calibrated on ({calibrated} steps): their scores still rank series, but "
+        f"their p-values and flags are not calibrated (at another length normal series may "
+        f"be flagged far more often than contamination={det.contamination}); score series "
+        "of the corpus's length, or fit on series of this length",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def _distinct_note(member, n: int) -> str:
