@@ -405,6 +405,11 @@ def _stale(lock: Path) -> bool:
 
 
 def _umask() -> int:
+    """The process's umask: read from ``/proc`` where Linux shows it, else set and restored."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -544,11 +549,6 @@ def _score(args) -> int:
             data = _read(args, names if _is_csv(args.data) else None)
         except SeriesFileError as err:
             raise CLIError(_one_line(err)) from None
-        if names is not None and not _is_csv(args.data) and len(data.channels) != len(names):
-            raise CLIError(
-                f"{data.source} has {len(data.channels)} channel(s), the model was fitted on "
-                f"{len(names)} ({', '.join(names)})"
-            )
         det.set_params(verbose=_show_progress(args))
         import numpy as np
 
@@ -577,8 +577,12 @@ def _score(args) -> int:
             if not pd.api.types.is_numeric_dtype(frame[c]):  # text: ids, labels, channels
                 frame[c] = frame[c].map(neutralise_formula)
         if to_stdout:
-            frame.to_csv(sys.stdout, index=False)
-            sys.stdout.flush()
+            try:
+                frame.to_csv(sys.stdout, index=False)
+                sys.stdout.flush()
+            except BrokenPipeError:  # the reader stopped early (`| head`): not an error
+                with contextlib.suppress(OSError, ValueError):
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         else:
             out.write(lambda tmp: _write_csv(frame, tmp))
     rule = f"fdr={args.fdr}" if args.fdr is not None else f"contamination={det.contamination}"

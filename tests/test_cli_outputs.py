@@ -448,3 +448,33 @@ def test_fit_hands_normal_label_to_the_detector(tmp_path, capsys):
     assert det.normal_label == "a" and det.n_corpus_ == 20
     ref = KernelNoveltyDetector().fit(X[:20])
     np.testing.assert_allclose(det.calibration_scores_, ref.calibration_scores_, rtol=1e-12)
+
+
+def test_out_dash_into_a_closed_pipe_is_not_an_error(fitted, capsys, monkeypatch):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # a reader that stopped early (`| head -1`)
+    closed = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", closed)
+    rc = main(["score", str(fitted / "normal.csv"), "--model", str(fitted / "m.model"),
+               "--out", "-", "--quiet"])  # fmt: skip
+    err = capsys.readouterr().err
+    closed.close()  # its fd now points at /dev/null: no error either
+    assert rc == 0 and "error" not in err and "scored 22 series" in err, err
+
+
+def test_one_channel_mismatch_message(fitted, tmp_path, capsys):
+    # the detector's check is the only one (the command line no longer has its own copy)
+    np.savez(tmp_path / "three.npz", X=np.zeros((3, 24, 3)))
+    argv = ["--model", str(fitted / "m.model"), "--out", str(tmp_path / "s.csv")]
+    line = _one_error(capsys, ["score", str(tmp_path / "three.npz"), *argv])
+    assert "channel mismatch: the detector was fitted on series with d=2 channels, got d=3" in line
+    assert _names(tmp_path) == {"three.npz"}
+
+
+def test_umask_is_read_without_changing_it():
+    before = os.umask(0o027)
+    try:
+        assert cli._umask() == 0o027
+        assert os.umask(0o027) == 0o027  # unchanged by the read
+    finally:
+        os.umask(before)
