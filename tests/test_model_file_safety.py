@@ -269,6 +269,34 @@ def test_a_listed_class_cannot_be_changed_or_called(tmp_path):
     assert not hasattr(tk.RBF, "injected")
 
 
+def test_items_go_into_lists_dicts_and_sets_only(tmp_path):
+    """SETITEM on a rebuilt tensor (which has ``__setitem__``) is refused: a stream adds items
+    to containers, it never calls another object's methods."""
+
+    class Marker:
+        pass
+
+    class Writer(pickle.Pickler):
+        def persistent_id(self, obj):
+            if isinstance(obj, Marker):
+                return ("tensor", 0, "float64", (2,), None, "cpu", False, bytes(16))
+            return None
+
+    buf = io.BytesIO()
+    Writer(buf, protocol=3).dump(Marker())  # no frames: items can be appended
+    path = tmp_path / "m.model"
+    path.write_bytes(_container(buf.getvalue()))
+    assert torch.equal(persistence._Unpickler(io.BytesIO(buf.getvalue())).load(), torch.zeros(2))
+    stream = buf.getvalue()[:-1] + pickle.BININT1 + b"\x00" + pickle.BININT1 + b"\x05"
+    path.write_bytes(_container(stream + pickle.SETITEM + pickle.STOP))
+    with pytest.raises(ValueError, match="adds items to a Tensor"):
+        KernelNoveltyDetector.load(path)
+    mark = stream[: -2 * 2] + pickle.MARK + stream[-4:]
+    path.write_bytes(_container(mark + pickle.SETITEMS + pickle.STOP))
+    with pytest.raises(ValueError, match="adds items to a Tensor"):
+        KernelNoveltyDetector.load(path)
+
+
 @pytest.mark.parametrize(
     "record",
     [

@@ -416,44 +416,47 @@ class DisallowedGlobal(ValueError):
 
 
 class _Unpickler(pickle._Unpickler):
-    """The pure-Python unpickler, restricted: ``find_class`` resolves only the names on
-    :data:`SAFE_GLOBALS` (and ``trusted``); REDUCE, NEWOBJ and the protocol-0 instantiation
-    call only what ``find_class`` gave; BUILD sets the state of instances of those classes
-    only (never of a class itself, an array or a tensor); persistent ids rebuild arrays,
-    tensors, numpy scalars and dtypes and pandas frames from data (:func:`_rebuild`).
+    """The pure-Python unpickler, restricted to building data:
 
-    ``record=True`` (used by :func:`save_detector` on the stream it just wrote): nothing is
-    refused, the names are collected in ``seen`` and records are not rebuilt."""
+    - ``find_class`` resolves only the names on :data:`SAFE_GLOBALS` (and ``trusted``), and
+      refuses any other before importing anything;
+    - REDUCE, NEWOBJ and the protocol-0 instantiation call only what ``find_class`` gave;
+    - BUILD sets the state of instances of those classes only (never of a class itself, an
+      array or a tensor);
+    - APPEND(S), SETITEM(S) and ADDITEMS add to lists, dicts and sets (or instances of listed
+      subclasses of them) only, so that no other object's methods are called;
+    - persistent ids rebuild arrays, tensors, numpy scalars and dtypes and pandas frames from
+      data (:func:`_rebuild`)."""
 
     dispatch = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, file, trusted=frozenset(), record: bool = False):
+    def __init__(self, file, trusted=frozenset()):
         super().__init__(file, fix_imports=False)
         self._trusted = frozenset(trusted)
-        self._record = record
-        self.seen: set[tuple[str, str]] = set()
         self._allowed: dict[int, object] = {}  # id -> what find_class gave
         self._objects: dict[int, object] = {}  # persistent-id index -> object
 
     def find_class(self, module, name):
         if not (isinstance(module, str) and isinstance(name, str)):
             raise pickle.UnpicklingError("a global's module and name must be strings")
-        self.seen.add((module, name))
-        allowed = (module, name) in SAFE_GLOBALS or f"{module}.{name}" in self._trusted
-        if not (allowed or self._record):
+        if (module, name) not in SAFE_GLOBALS and f"{module}.{name}" not in self._trusted:
             raise DisallowedGlobal(f"{module}.{name}")
         obj = super().find_class(module, name)
         self._allowed[id(obj)] = obj
         return obj
 
-    def _check_callable(self, obj) -> None:
-        if not self._record and id(obj) not in self._allowed:
-            raise pickle.UnpicklingError(f"the stream calls {type(obj).__name__}, not a class")
-
     def persistent_load(self, pid):
-        if self._record:
-            return None
         return _rebuild(pid, self._objects)
+
+    def _check_callable(self, obj) -> None:
+        if id(obj) not in self._allowed:
+            raise pickle.UnpicklingError(f"the stream calls a {type(obj).__name__}, not a class")
+
+    def _check_container(self, obj, base: type) -> None:
+        if not (type(obj) is base or (isinstance(obj, base) and id(type(obj)) in self._allowed)):
+            raise pickle.UnpicklingError(
+                f"the stream adds items to a {type(obj).__name__}, not to a {base.__name__}"
+            )
 
     def load_reduce(self):
         self._check_callable(self.stack[-2])
@@ -473,11 +476,103 @@ class _Unpickler(pickle._Unpickler):
 
     def load_build(self):
         inst = self.stack[-2]
-        if not self._record and (isinstance(inst, type) or id(type(inst)) not in self._allowed):
+        if isinstance(inst, type) or id(type(inst)) not in self._allowed:
             raise pickle.UnpicklingError(
                 f"the stream sets the state of a {type(inst).__name__}, not of a listed class"
             )
         pickle._Unpickler.load_build(self)
+
+    def load_append(self):
+        self._check_container(self.stack[-2], list)
+        pickle._Unpickler.load_append(self)
+
+    def load_appends(self):
+        items = self.pop_mark()
+        self._check_container(self.stack[-1], list)
+        self.stack[-1].extend(items)
+
+    def load_setitem(self):
+        self._check_container(self.stack[-3], dict)
+        pickle._Unpickler.load_setitem(self)
+
+    def load_setitems(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        self._check_container(target, dict)
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+
+    def load_additems(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        if type(target) is not set:
+            raise pickle.UnpicklingError(f"the stream adds items to a {type(target).__name__}")
+        target.update(items)
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+    dispatch[pickle.BUILD[0]] = load_build
+    dispatch[pickle.APPEND[0]] = load_append
+    dispatch[pickle.APPENDS[0]] = load_appends
+    dispatch[pickle.SETITEM[0]] = load_setitem
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+    dispatch[pickle.ADDITEMS[0]] = load_additems
+
+
+class _Placeholder:
+    """What :class:`_Recorder` builds in place of every object: it takes items and does
+    nothing, so that recording calls no constructor and no ``__setstate__``."""
+
+    def append(self, item):
+        pass
+
+    def extend(self, items):
+        pass
+
+    def add(self, item):
+        pass
+
+    def __setitem__(self, key, value):
+        pass
+
+
+class _Recorder(pickle._Unpickler):
+    """Reads a stream for the globals it names (``seen``), building nothing: every global,
+    persistent id, call and instantiation gives a :class:`_Placeholder`, and BUILD drops the
+    state. :func:`save_detector` runs it on the stream it just wrote, to list the names (and
+    those outside :data:`SAFE_GLOBALS`) in the header."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, file):
+        super().__init__(file, fix_imports=False)
+        self.seen: set[tuple[str, str]] = set()
+
+    def find_class(self, module, name):
+        self.seen.add((module, name))
+        return _Placeholder()
+
+    def persistent_load(self, pid):
+        return _Placeholder()
+
+    def _instantiate(self, klass, args):
+        self.append(_Placeholder())
+
+    def load_reduce(self):
+        self.stack.pop()
+        self.stack[-1] = _Placeholder()
+
+    def load_newobj(self):
+        del self.stack[-2:]
+        self.append(_Placeholder())
+
+    def load_newobj_ex(self):
+        del self.stack[-3:]
+        self.append(_Placeholder())
+
+    def load_build(self):
+        self.stack.pop()
 
     dispatch[pickle.REDUCE[0]] = load_reduce
     dispatch[pickle.NEWOBJ[0]] = load_newobj
@@ -486,10 +581,10 @@ class _Unpickler(pickle._Unpickler):
 
 
 def _globals_of(state: bytes) -> set[tuple[str, str]]:
-    """The globals the pickle stream ``state`` names (our own fresh stream: nothing refused)."""
-    u = _Unpickler(io.BytesIO(state), record=True)
-    u.load()
-    return u.seen
+    """The globals the pickle stream ``state`` names (building nothing: :class:`_Recorder`)."""
+    recorder = _Recorder(io.BytesIO(state))
+    recorder.load()
+    return recorder.seen
 
 
 def _ints(value, what: str) -> tuple[int, ...]:
