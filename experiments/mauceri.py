@@ -531,7 +531,7 @@ def report_markdown(rows, ref, command: str, data_dir=DEFAULT_DATA, methods=None
         except (OSError, MauceriError):
             pass
     ours = per_set(rows, counts)
-    names = methods or [m for m in METHODS if m in ours.columns]
+    names = list(methods or [m for m in ("default", "recipe", "euclid_1nn") if m in ours.columns])
     names += [m for m in ours.columns if m not in names]
     ours = ours.reindex(index=sets, columns=names)
     best = ref.max(axis=1)
@@ -572,7 +572,7 @@ def report_markdown(rows, ref, command: str, data_dir=DEFAULT_DATA, methods=None
             f"{diff.abs().max():.4f} (AUROC x 100), mean {diff.mean():+.4f}. "
             + ("Every set within 0.01." if big.empty else
                "Sets differing by more than 0.01: "
-               + ", ".join(f"{k} ({v:+.3f})" for k, v in big.items()) + ".")
+               + ", ".join(f"{k} ({v:+.4f})" for k, v in big.items()) + ".")
         )  # fmt: skip
     else:
         lines.append("Not computed yet.")
@@ -597,7 +597,7 @@ def report_markdown(rows, ref, command: str, data_dir=DEFAULT_DATA, methods=None
         d = e - ref.at[s, "Euclidean"]
         lines.append("| " + " | ".join(
             [s, str(counts.get(s, "?")), *cells[: len(show)], f(e),
-             "n/a" if pd.isna(d) else f"{d:+.3f}", *cells[len(show):],
+             "n/a" if pd.isna(d) else f"{d:+.4f}", *cells[len(show):],
              f"{best[s]:.2f} ({best_name[s]})"]) + " |")  # fmt: skip
     # -- means and ranks over the sets every shown method finished
     full = ours[show].dropna()

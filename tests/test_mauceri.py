@@ -179,7 +179,7 @@ def test_report_target_line_and_protocol_check(toy_data, tmp_path):
     ref.loc["Toy", "Euclidean"] = ref.loc["Toy", "MSM"] = 85.0
     md = M.report_markdown(rows, ref, "cmd", toy_data, ["default"])
     assert "**met** (90.00 against 85.00, +5.00" in md
-    assert "Sets differing by more than 0.01: Toy (+15.000)" in md
+    assert "Sets differing by more than 0.01: Toy (+15.0000)" in md
 
 
 def test_mean_ranks_share_ties():
