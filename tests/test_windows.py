@@ -61,11 +61,36 @@ def test_paa_distance_is_a_lower_bound_of_the_exact_one():
     assert (paa <= exact + 1e-12).all() and (paa < exact).any()
 
 
+def test_two_members_average_their_robust_z_scores():
+    normal, x = _ar1(1500, seed=20), _sine(400, seed=21)
+    kw = dict(window=20, aggregate="mean")
+    both = WindowNoveltyDetector(detector="knn+znorm", **kw).fit(normal)
+    z = []
+    for name in ("knn", "znorm-knn"):
+        one = WindowNoveltyDetector(detector=name, **kw).fit(normal)
+        c = one.calibration_scores_
+        q1, med, q3 = np.percentile(c, [25, 50, 75])
+        z.append((-one.score_samples(x) - med) / (q3 - q1))
+    np.testing.assert_allclose(-both.score_samples(x), np.mean(z, axis=0), rtol=1e-9, atol=1e-9)
+
+
+def test_save_and_load_give_the_same_scores(tmp_path):
+    normal, x = _sine(1200, d=2, seed=22), _sine(300, d=2, seed=23)
+    det = WindowNoveltyDetector(window=24, detector="knn+znorm").fit(normal)
+    back = WindowNoveltyDetector.load(det.save(tmp_path / "w.model"))
+    np.testing.assert_array_equal(back.score_samples(x), det.score_samples(x))
+    np.testing.assert_array_equal(back.predict(x), det.predict(x))
+
+
 # ------------------------------------------------------------------ streaming and blocks
-@pytest.mark.parametrize("stride,how", [("auto", "max"), (1, "mean"), (5, "max"), (7, "mean")])
-def test_chunked_scoring_equals_one_shot(stride, how):
+@pytest.mark.parametrize(
+    "stride,how,detector",
+    [("auto", "max", "knn"), (1, "mean", "knn"), (5, "max", "knn+znorm"), (7, "mean", "znorm-knn")],
+)
+def test_chunked_scoring_equals_one_shot(stride, how, detector):
     normal, x = _sine(800, d=3, seed=5), _sine(413, d=3, seed=6)
-    det = WindowNoveltyDetector(window=40, stride=stride, aggregate=how).fit(normal)
+    det = WindowNoveltyDetector(window=40, stride=stride, aggregate=how, detector=detector)
+    det.fit(normal)
     whole = det.score_samples(x)
     for sizes in ([413], [1, 39, 1, 200, 172], [7] * 59, [40, 40, 333]):
         st = det.stream()
@@ -77,7 +102,8 @@ def test_chunked_scoring_equals_one_shot(stride, how):
         got = np.concatenate(parts)
         assert got.shape == whole.shape
         np.testing.assert_allclose(got, whole, rtol=1e-10, atol=1e-12)
-        assert len(st._s.buf) <= det.window_  # the stream keeps at most one window of steps
+        # the stream keeps at most one window of steps
+        assert all(len(m.buf) <= det.window_ for m in st._s.streams)
 
 
 def test_stream_computes_each_window_once():
@@ -86,7 +112,7 @@ def test_stream_computes_each_window_once():
     from novelty.windows import _engine
 
     counted = []
-    st = _engine.Stream(det._featurizer, det.reference_, 1, 3, "max", det._budget,
+    st = _engine.Stream(det._featurizers[0], det.reference_, 1, 3, "max", det._budget,
                         on_block=counted.append)  # fmt: skip
     z = (x - det.mean_) / det.scale_
     for i in range(0, 700, 13):
@@ -101,7 +127,7 @@ def test_tiny_max_memory_gives_the_same_scores_in_blocks():
     small = WindowNoveltyDetector(window=32, max_memory=20_000).fit(normal)
     assert small.reference_stride_ > big.reference_stride_ or len(small.reference_) < 1200
     tiny_blocks = clone(big).set_params(max_memory=1).fit(normal)
-    tiny_blocks.reference_ = big.reference_
+    tiny_blocks.references_ = big.references_
     tiny_blocks._budget = 1  # one window per block, the same reference
     np.testing.assert_allclose(tiny_blocks.score_samples(x), big.score_samples(x), rtol=1e-10)
 

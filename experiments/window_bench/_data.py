@@ -12,10 +12,14 @@ anomalous steps, ``window`` the window given to the peers.
   (:func:`novelty.windows._period.auto_window`).
 - **Class streams** (UCR/UEA ``.ts``): the normal class is the class with the most training
   series (ties: the first in sorted order). Normal: its training series laid end to end (at
-  most 10,000 steps); test: its test series in a seeded order (at most 18,000 steps), with
+  most 4,000 steps); test: its test series in a seeded order (at most 6,000 steps), with
   ``max(1, n // 10)`` series of other classes (seeded) inserted between them, never two in a
   row, so that at most ~10 % of the steps are anomalous; steps are labelled by the series they
   come from. Peers' window: the series length, clipped to [16, T_normal / 4].
+
+The sizes were capped for the compute at hand (2 shared cores): NAB files of at most 8,000 grid
+steps (the ten Twitter files and TravelTime_387 are left out), class streams of at most 4,000
+normal and 6,000 test steps.
 
 **Split** (fixed before any result was seen): a stream belongs to the tuning half when the
 first byte of ``sha256("window-bench-2026:" + name)`` is even, to the confirmation half
@@ -43,8 +47,9 @@ UCR_SETS = ("ECGFiveDays", "GunPointOldVersusYoung", "Plane", "Strawberry", "Swe
             "CricketX", "InsectEPGRegularTrain", "ShapeletSim", "ArrowHead", "BME",
             "SyntheticControl", "Fish", "ItalyPowerDemand", "MoteStrain", "FaceAll",
             "ProximalPhalanxTW")  # fmt: skip
-MAX_NORMAL = 10_000
-MAX_TEST = 18_000
+MAX_NORMAL = 4_000
+MAX_TEST = 6_000
+MAX_NAB = 8_000
 NAB_PROBATION = 0.15
 
 
@@ -71,10 +76,21 @@ def stream_names() -> list[str]:
     names = []
     if NAB.exists():
         windows = json.loads((NAB / "combined_windows.json").read_text())
-        names += [f"nab/{k[:-4]}" for k, v in sorted(windows.items()) if v]
+        names += [
+            f"nab/{k[:-4]}" for k, v in sorted(windows.items()) if v and _nab_steps(k) <= MAX_NAB
+        ]
     names += [f"uea/{s}" for s in UEA_SETS if (UEA / s).exists()]
     names += [f"ucr/{s}" for s in UCR_SETS if (UCR / s).exists()]
     return names
+
+
+def _nab_steps(rel_csv: str) -> int:
+    """Steps of a NAB file on its median-step grid (without reading the values)."""
+    import pandas as pd
+
+    t = pd.read_csv(NAB / rel_csv, usecols=["timestamp"], parse_dates=["timestamp"])["timestamp"]
+    t = t.sort_values().drop_duplicates()
+    return int((t.iloc[-1] - t.iloc[0]) / t.diff().median()) + 1
 
 
 def load_stream(name: str) -> Stream:
@@ -123,7 +139,7 @@ def _class_stream(name: str, folder: Path, set_name: str) -> Stream:
     seed = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little")
     rng = np.random.default_rng(seed)
     L = Xtr.shape[1]
-    tr = Xtr[ytr == c][: max(1, MAX_NORMAL // L)]
+    tr = Xtr[ytr == c][: max(1, MAX_NORMAL // L)]  # at least one series
     normal = np.concatenate(list(tr))
     norm_idx = rng.permutation(np.flatnonzero(yte == c))
     n_norm = min(len(norm_idx), max(1, int(0.9 * MAX_TEST) // L))

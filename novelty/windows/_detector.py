@@ -60,11 +60,11 @@ DEFAULT_MAX_MEMORY = 256 * 2**20
 #: tuning half: docs/windows.md)
 DEFAULT_DETECTOR = "knn"
 DEFAULT_AGGREGATE = "max"
-DETECTORS = ("knn", "znorm-knn")
+DETECTORS = ("knn", "znorm-knn", "knn+znorm")
 
 
 class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
-    """Novelty of each time step of long recordings against normal recordings.
+    r"""Novelty of each time step of long recordings against normal recordings.
 
     Parameters
     ----------
@@ -74,9 +74,13 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     stride : "auto" (default) or int >= 1, steps between window starts when scoring (and in
         calibration). "auto": ``max(1, window // 8)``, so each step is covered by about 8
         windows. At most ``window``.
-    detector : None (default, the tuned choice), "knn" or "znorm-knn". "knn": windows
-        standardised per channel by the normal data's statistics; "znorm-knn": each window and
-        channel z-normalised on its own (shape only, level and scale ignored).
+    detector : None (default, the tuned choice), "knn", "znorm-knn" or "knn+znorm". "knn":
+        windows standardised per channel by the normal data's statistics; "znorm-knn": each
+        window and channel z-normalised on its own (shape only, level and scale ignored);
+        "knn+znorm": both, each member's step novelty put on the scale of its own held-out
+        calibration novelties, :math:`z = (s - \operatorname{median}) / \operatorname{IQR}`,
+        and the mean of the two z taken (as :class:`novelty.KernelNoveltyDetector` combines
+        its members); the channel shares are those of the member with the larger z.
     aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
         windows covering it.
     contamination : float in (0, 0.5], default 0.01, the expected share of steps of new
@@ -212,30 +216,51 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.stride_ = max(1, w // 8) if self.stride == "auto" else int(self.stride)
         self.detector_ = self.detector or DEFAULT_DETECTOR
         self.aggregate_ = self.aggregate or DEFAULT_AGGREGATE
-        self._featurizer = self._make_featurizer()
+        self._featurizers = self._make_featurizers()
         self._budget = int(self.max_memory or DEFAULT_MAX_MEMORY)
         n_windows = sum(max(0, len(r) - w + 1) for r in z)
-        cap = max(1, min(int(self.max_reference), self._budget // (4 * 8 * self._featurizer.dim)))
-        self.reference_stride_ = max(1, math.ceil(n_windows / cap))
+        self.reference_stride_ = max(1, math.ceil(n_windows / self._reference_cap()))
         offsets = np.cumsum([0] + [len(r) for r in z])
-        self.reference_ = self._reference(z, offsets[:-1])
+        self.references_ = [self._reference(f, z, offsets[:-1]) for f in self._featurizers]
         self.n_normal_steps_ = int(total)
-        self.calibration_scores_ = self._calibrate(z, offsets)
+        cal = [self._calibrate(f, ref, z, offsets) for f, ref in zip(self._featurizers,
+                                                                     self.references_)]  # fmt: skip
+        self.member_scales_ = None if len(cal) == 1 else [_robust_scale(c) for c in cal]
+        self.calibration_scores_ = self._combine_novelty(cal)
         self._set_threshold()
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
-    def _make_featurizer(self):
+    @property
+    def reference_(self):
+        """The normal windows' features (of the first member when there are two)."""
+        check_is_fitted(self, "references_")
+        return self.references_[0]
+
+    def _make_featurizers(self):
         from ._engine import Featurizer
 
-        return Featurizer(
-            window=self.window_,
-            n_segments=int(self.n_segments),
-            znorm=self.detector_ == "znorm-knn",
-            d=self.n_channels_,
-        )
+        zn = {"knn": [False], "znorm-knn": [True], "knn+znorm": [False, True]}[self.detector_]
+        return [
+            Featurizer(
+                window=self.window_, n_segments=int(self.n_segments), znorm=z, d=self.n_channels_
+            )  # fmt: skip
+            for z in zn
+        ]
 
-    def _reference(self, z, offsets):
+    def _reference_cap(self) -> int:
+        """The most reference windows per member: ``max_reference``, and the members'
+        features within a quarter of ``max_memory``."""
+        dim = sum(f.dim for f in self._featurizers)
+        return max(1, min(int(self.max_reference), self._budget // (4 * 8 * dim)))
+
+    def _combine_novelty(self, novelties: list) -> np.ndarray:
+        """One member: its novelty; two: the mean of their robust z-scores."""
+        if self.member_scales_ is None:
+            return np.asarray(novelties[0], dtype=np.float64)
+        return np.mean([(v - m) / q for v, (m, q) in zip(novelties, self.member_scales_)], axis=0)
+
+    def _reference(self, featurizer, z, offsets):
         from ._engine import Reference
 
         feats, gstarts = [], []
@@ -244,11 +269,11 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
                 continue
             starts = np.arange(0, len(r) - self.window_ + 1, self.reference_stride_)
             for i in range(0, len(starts), 20000):
-                feats.append(self._featurizer.features(r, starts[i : i + 20000]))
+                feats.append(featurizer.features(r, starts[i : i + 20000]))
             gstarts.append(starts + off)
         return Reference(np.concatenate(feats), np.concatenate(gstarts))
 
-    def _calibrate(self, z, offsets) -> np.ndarray:
+    def _calibrate(self, featurizer, reference, z, offsets) -> np.ndarray:
         """Held-out step novelties of the normal data (module docstring)."""
         from ..detector._progress import plan, step
         from ._engine import score_recording
@@ -261,7 +286,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         out = []
         used = 0
         for g0, g1 in zip(bounds[:-1], bounds[1:]):
-            ref = self.reference_
+            ref = reference
             keep = (ref.gstart + w + w <= g0) | (ref.gstart >= g1 + w)
             step(f"block {used + 1} of {k}")
             if not keep.any():
@@ -272,7 +297,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
                 if b - a < w:
                     continue
                 rows = score_recording(
-                    r[a - off : b - off], self._featurizer, sub, int(self.n_neighbors),
+                    r[a - off : b - off], featurizer, sub, int(self.n_neighbors),
                     self.stride_, self.aggregate_, self._budget,
                 )  # fmt: skip
                 # a step near a cut has fewer covering windows than inside a recording: steps
@@ -298,19 +323,34 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     # ------------------------------------------------------------------ scoring
     def _rows(self, X) -> np.ndarray:
         """(T, 1 + d) rows of one recording: novelty, channel shares."""
-        check_is_fitted(self, "reference_")
+        check_is_fitted(self, "references_")
         self._check_params()
         from ..detector._progress import plan, progress, step
-        from ._engine import Stream
 
         x = self._standardised(X)
         with progress(self.verbose, "score"):
             n_win = max(0, len(x) - self.window_) // self.stride_ + 2
-            plan(n_win)
-            s = Stream(self._featurizer, self.reference_, int(self.n_neighbors), self.stride_,
-                       self.aggregate_, self._budget, on_block=lambda n: step(n=n))  # fmt: skip
+            plan(n_win * len(self.references_))
+            s = self._stream(on_block=lambda n: step(n=n))
             head = s.push(x)
             return np.concatenate([head, s.finish()])
+
+    def _stream(self, on_block=None):
+        from ._engine import Ensemble, Stream
+
+        streams = [
+            Stream(
+                f,
+                ref,
+                int(self.n_neighbors),
+                self.stride_,
+                self.aggregate_,
+                self._budget,
+                on_block=on_block,
+            )  # fmt: skip
+            for f, ref in zip(self._featurizers, self.references_)
+        ]
+        return Ensemble(streams, self.member_scales_)
 
     def _standardised(self, X) -> np.ndarray:
         recs, names = _read(X, self.missing, many=False, name="X")
@@ -349,7 +389,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         """p-values of step scores already computed (``score_samples`` or a stream's)."""
         from ..detector._calibration import conformal_p_values
 
-        check_is_fitted(self, "reference_")
+        check_is_fitted(self, "references_")
         return conformal_p_values(self.calibration_scores_, -np.asarray(scores, dtype=float))
 
     def predict(self, X) -> np.ndarray:
@@ -376,7 +416,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
 
     def stream(self) -> WindowStream:
         """A scorer for one recording arriving in chunks (:class:`WindowStream`)."""
-        check_is_fitted(self, "reference_")
+        check_is_fitted(self, "references_")
         return WindowStream(self)
 
     def save(self, path, extra: dict | None = None):
@@ -384,7 +424,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         arrays and a JSON text, loaded without pickle (:mod:`novelty.windows._persist`)."""
         from ._persist import save_window_model
 
-        check_is_fitted(self, "reference_")
+        check_is_fitted(self, "references_")
         return save_window_model(self, path, extra)
 
     @classmethod
@@ -402,9 +442,9 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         novelties join ``calibration_scores_``; then its windows join the reference (every
         ``reference_stride_``-th; when the reference passes ``max_reference`` windows it keeps
         every other one). Recordings shorter than ``2 * window_`` are refused."""
-        check_is_fitted(self, "reference_")
+        check_is_fitted(self, "references_")
         self._check_params()
-        from ._engine import Reference, score_recording
+        from ._engine import Reference
 
         recs, names = _read(X_normal, self.missing, many=True, name="X_normal")
         z = []
@@ -418,20 +458,20 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             z.append((r - self.mean_) / self.scale_)
         cal = [self.calibration_scores_]
         for r in z:
-            rows = score_recording(r, self._featurizer, self.reference_, int(self.n_neighbors),
-                                   self.stride_, self.aggregate_, self._budget)  # fmt: skip
+            s = self._stream()
+            rows = np.concatenate([s.push(r), s.finish()])
             cal.append(rows[:, 0])
         offsets = self.n_normal_steps_ + self.window_ + np.cumsum([0] + [len(r) for r in z])
-        new = self._reference(z, offsets[:-1])
-        ref = Reference(
-            np.concatenate([self.reference_.F, new.F]),
-            np.concatenate([self.reference_.gstart, new.gstart]),
-        )
-        cap = max(1, min(int(self.max_reference), self._budget // (4 * 8 * self._featurizer.dim)))
-        while len(ref) > cap:
-            ref = ref.subset(np.arange(0, len(ref), 2))
+        refs = []
+        for f, old in zip(self._featurizers, self.references_):
+            new = self._reference(f, z, offsets[:-1])
+            refs.append(Reference(np.concatenate([old.F, new.F]),
+                                  np.concatenate([old.gstart, new.gstart])))  # fmt: skip
+        cap = self._reference_cap()
+        while len(refs[0]) > cap:
+            refs = [ref.subset(np.arange(0, len(ref), 2)) for ref in refs]
             self.reference_stride_ *= 2
-        self.reference_ = ref
+        self.references_ = refs
         self.n_normal_steps_ = int(offsets[-1])
         self.calibration_scores_ = np.concatenate(cal)
         self._set_threshold()
@@ -457,11 +497,8 @@ class WindowStream:
     window is computed once; the stream holds the last ``window_`` steps."""
 
     def __init__(self, det: WindowNoveltyDetector):
-        from ._engine import Stream
-
         self.det = det
-        self._s = Stream(det._featurizer, det.reference_, int(det.n_neighbors), det.stride_,
-                         det.aggregate_, det._budget)  # fmt: skip
+        self._s = det._stream()
         self.n_steps = 0
 
     def push(self, chunk) -> np.ndarray:
@@ -534,6 +571,15 @@ class WindowExplanation:
             )
         cols = ["start", "end", "peak", "novelty", "p_value", "channel"]
         return pd.DataFrame(rows, columns=cols)
+
+
+def _robust_scale(c: np.ndarray) -> tuple[float, float]:
+    """(median, IQR) of a member's calibration novelties (IQR 0: the standard deviation, or 1)."""
+    q1, med, q3 = np.percentile(c, [25, 50, 75])
+    iqr = q3 - q1
+    if not iqr > 0:
+        iqr = float(np.std(c)) or 1.0
+    return float(med), float(iqr)
 
 
 # ---------------------------------------------------------------------- input

@@ -252,3 +252,28 @@ def score_recording(x, feat, ref, k, stride, how, max_bytes, on_block=None) -> n
     s = Stream(feat, ref, k, stride, how, max_bytes, on_block)
     head = s.push(x)
     return np.concatenate([head, s.finish()])
+
+
+class Ensemble:
+    """Streams of several members over the same grid (same window and stride, so each push
+    emits the same steps): one member's rows as they are; several: the mean of the members'
+    robust z-scores ``(novelty - median) / IQR`` (``scales``), with the channel shares of the
+    member whose z is largest at that step."""
+
+    def __init__(self, streams: list[Stream], scales):
+        self.streams = streams
+        self.scales = scales
+
+    def push(self, chunk: np.ndarray) -> np.ndarray:
+        return self._combine([s.push(chunk) for s in self.streams])
+
+    def finish(self) -> np.ndarray:
+        return self._combine([s.finish() for s in self.streams])
+
+    def _combine(self, rows: list[np.ndarray]) -> np.ndarray:
+        if self.scales is None:
+            return rows[0]
+        z = np.stack([(r[:, 0] - m) / q for r, (m, q) in zip(rows, self.scales)])
+        best = np.argmax(z, axis=0)
+        shares = np.stack([r[:, 1:] for r in rows])[best, np.arange(z.shape[1])]
+        return np.column_stack([z.mean(axis=0), shares])

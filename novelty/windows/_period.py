@@ -3,11 +3,12 @@ r"""The automatic window: the dominant period of the normal data, bounded.
 For each channel of each normal recording (standardised), the autocorrelation
 :math:`\rho(\ell) = \sum_t x_t x_{t+\ell} / \sum_t x_t^2` is computed by FFT for lags
 :math:`\ell \le L = \min(512, \lfloor T/4 \rfloor)`. The channel autocorrelations are averaged
-(weighted by recording length). After its first local minimum, the period is the lag of the
-highest local maximum with :math:`\rho > 0.1` that rises more than 0.1 above the lowest point
-before it (noise makes small bumps); the window is that period clipped to ``[16, L]``. Without
-such a peak: ``L`` when the mean is still rising at ``L`` after going negative (a period
-longer than ``L``), otherwise (noise, trends) ``min(100, L)``.
+(weighted by recording length). After its first local minimum, the peaks are the local maxima with
+:math:`\rho > 0.1` that rise more than 0.1 above the lowest point before them (noise makes small
+bumps); the period is the first peak at least 0.8 times as high as the highest one (a multiple
+of the period can be a little higher than the period itself); the window is that period
+clipped to ``[16, L]``. Without such a peak: ``L`` when the mean is still rising at ``L``
+after going negative (a period longer than ``L``), otherwise (noise, trends) ``min(100, L)``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ MIN_WINDOW = 16
 MAX_WINDOW = 512
 DEFAULT_WINDOW = 100
 MIN_PEAK = 0.1
+HARMONIC = 0.8
 
 
 def _acf(x: np.ndarray, max_lag: int) -> np.ndarray:
@@ -69,7 +71,9 @@ def auto_window(recordings: list[np.ndarray]) -> int:
     # a peak must rise above the lowest point before it (noise makes small bumps)
     peaks = np.array([q for q in peaks if mean[q] - mean[first:q].min() > MIN_PEAK], dtype=int)
     if peaks.size:
-        period = int(peaks[np.argmax(mean[peaks])])
+        # the fundamental: the first peak reaching HARMONIC of the highest (a multiple of the
+        # period can be a little higher than the period itself)
+        period = int(peaks[np.flatnonzero(mean[peaks] >= HARMONIC * mean[peaks].max())[0]])
         return int(np.clip(period, MIN_WINDOW, upper))
     low = first + int(np.argmin(mean[first:]))
     if mean[low] < 0 and mean[upper] - mean[low] > MIN_PEAK:

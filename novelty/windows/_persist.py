@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = "tskernels-window-model/1"
+FORMAT = "tskernels-window-model/2"
 _SCALARS = ("window_", "stride_", "reference_stride_", "detector_", "aggregate_", "n_channels_",
             "n_normal_steps_", "n_folds_", "threshold_", "_from_frame", "fit_seconds_")  # fmt: skip
 
@@ -37,6 +37,8 @@ def save_window_model(det, path, extra: dict | None = None) -> Path:
         "format": FORMAT,
         "params": det.get_params(),
         "channel_names_": list(det.channel_names_),
+        "member_scales_": det.member_scales_,
+        "n_members": len(det.references_),
         "extra": extra or {},
     }
     for k in _SCALARS:
@@ -50,9 +52,9 @@ def save_window_model(det, path, extra: dict | None = None) -> Path:
                 window_meta=np.array(json.dumps(meta)),
                 mean=det.mean_,
                 scale=det.scale_,
-                ref_F=det.reference_.F,
-                ref_gstart=det.reference_.gstart,
                 calibration=det.calibration_scores_,
+                **{f"ref_F_{i}": r.F for i, r in enumerate(det.references_)},
+                **{f"ref_gstart_{i}": r.gstart for i, r in enumerate(det.references_)},
             )
         os.replace(tmp, path)
     finally:
@@ -76,9 +78,13 @@ def load_window_model(path, cls):
             setattr(det, k, meta[k])
         det.channel_names_ = list(meta["channel_names_"])
         det.mean_, det.scale_ = z["mean"], z["scale"]
-        det.reference_ = Reference(z["ref_F"], z["ref_gstart"])
+        det.references_ = [
+            Reference(z[f"ref_F_{i}"], z[f"ref_gstart_{i}"]) for i in range(meta["n_members"])
+        ]
+        scales = meta["member_scales_"]
+        det.member_scales_ = None if scales is None else [tuple(v) for v in scales]
         det.calibration_scores_ = z["calibration"]
     det.offset_ = -det.threshold_
-    det._featurizer = det._make_featurizer()
+    det._featurizers = det._make_featurizers()
     det._budget = int(det.max_memory or 256 * 2**20)
     return det, meta["extra"]
