@@ -38,6 +38,9 @@ __all__ = [
     "edge_notes",
     "edge_is_preferred",
     "below_chance_notes",
+    "below_chance_explained",
+    "centre_check",
+    "chance_sd",
     "run_notes",
 ]
 
@@ -396,11 +399,150 @@ def below_chance_notes(res: dict) -> dict[str, list[str]]:
     return notes
 
 
+def chance_sd(n_normal: int, n_anomalies: int) -> float:
+    """Standard deviation of the ROC-AUC of a score that carries no information (ties
+    aside), ``n_normal`` against ``n_anomalies`` series: sqrt((m + n + 1) / (12 m n))."""
+    m, n = n_normal, n_anomalies
+    return math.sqrt((m + n + 1) / (12 * m * n))
+
+
+def centre_check(dataset: str, classes, preprocessing: dict) -> dict | None:
+    """What one-versus-rest does to a quiet class, measured on the data: for each normal class
+    ``c`` of ``classes``, the pre-processing of the study (:class:`~tskernels.transforms.
+    Preprocessor` with ``preprocessing``; z-score per time step and channel) fitted on the
+    training series of ``c``, then the ROC-AUC (``c`` positive) of the closeness of each test
+    series to the centre of ``c`` (minus its Euclidean norm after pre-processing: the centre
+    is the origin) between the test series of ``c`` and those of each other class.
+
+    Below 0.5 for an anomaly class ``a``: the series of ``a`` lie nearer the centre of ``c``
+    than the test series of ``c`` do (a quiet class inside a high-variance normal class), so
+    a scorer of closeness to the corpus ranks them as the most normal series.
+
+    Returns {"auc": {c: {a: ROC-AUC}}, "counts": {c: (n normal, n anomalies)}} or None when
+    the data set cannot be loaded here (the check is best effort: a report needs no data)."""
+    from sklearn.metrics import roc_auc_score
+
+    from tskernels.transforms import Preprocessor
+
+    from .data import load_data
+
+    try:
+        data = load_data(dataset)
+    except Exception:  # a data set given by a path that moved, no data on this machine
+        return None
+    y_tr, y_te = np.asarray(data.y_train).astype(str), np.asarray(data.y_test).astype(str)
+    train, test = _as_list(data.X_train), _as_list(data.X_test)
+    out: dict = {"auc": {}, "counts": {}}
+    for c in classes:
+        mine = [x for x, y in zip(train, y_tr) if y == str(c)]
+        if len(mine) < 2 or not (y_te == str(c)).any():
+            continue
+        pre = Preprocessor(**preprocessing).fit(_stack_or_list(mine))
+        Z = _as_list(pre.transform(_stack_or_list(test)))
+        close = -np.array([np.linalg.norm(np.asarray(z, dtype=float)) for z in Z])
+        normal = y_te == str(c)
+        out["counts"][str(c)] = (int(normal.sum()), int((~normal).sum()))
+        out["auc"][str(c)] = {
+            a: float(roc_auc_score(normal[keep], close[keep]))
+            for a in sorted(set(y_te) - {str(c)})
+            if (keep := normal | (y_te == a)).any()
+        }
+    return out
+
+
+def _as_list(X) -> list:
+    return list(X) if isinstance(X, (list, tuple)) else [x for x in np.asarray(X)]
+
+
+def _stack_or_list(series: list):
+    same = len({np.shape(x) for x in series}) == 1
+    return np.stack([np.asarray(x) for x in series]) if same else series
+
+
+def below_chance_explained(store: ResultStore, setting: str, res: dict) -> dict[str, list[str]]:
+    """{data set: lines} for the data sets with a below-chance kernel (:func:`below_chance_notes`):
+    the normal classes behind each below-chance mean (its per-class ROC-AUCs below 0.5), how far
+    the means are from chance in units of the chance-level standard deviation
+    (:func:`chance_sd`), and the measured one-versus-rest cause, :func:`centre_check`."""
+    low = {(d, k, s) for (d, k, s), e in res.items() if e["roc_auc"] < 0.5}  # NaN: False
+    if not low:
+        return {}
+    rows = [r for r in per_class(store, setting) if (r["dataset"], r["kernel"], r["scorer"]) in low]
+    prep = store.settings().get(setting, {}).get("preprocessing", {})
+    notes: dict[str, list[str]] = {}
+    for d in sorted({k[0] for k in low}):
+        mine = [r for r in rows if r["dataset"] == d]
+        classes = sorted({r["class"] for r in mine})
+        check = centre_check(d, classes, prep)
+        by_class: dict[str, list[str]] = {}
+        for r in mine:
+            if r["roc_auc"] < 0.5:
+                by_class.setdefault(r["class"], []).append(
+                    f"{r['kernel']}/{r['scorer']} {r['roc_auc']:.2f}"
+                )
+        lines = [
+            "below-chance kernels, their per-class ROC-AUCs below 0.5 by normal class: "
+            + "; ".join(f"{c}: {', '.join(v)}" for c, v in sorted(by_class.items()))
+        ]
+        if check is None:
+            notes[d] = lines + ["(the data set could not be loaded here to measure the cause)"]
+            continue
+        counts = list(check["counts"].values())
+        if counts:
+            sd = math.sqrt(sum(chance_sd(*c) ** 2 for c in counts)) / len(counts)
+            means = sorted(res[key]["roc_auc"] for key in low if key[0] == d)
+            lines.append(
+                f"chance level: a score without information has a mean ROC-AUC of 0.5 with a "
+                f"standard deviation of {sd:.3f} over these {len(counts)} classes "
+                f"({counts[0][0]} normal / {counts[0][1]} anomalous test series each); the "
+                f"below-chance means ({means[0]:.3f}..{means[-1]:.3f}) lie "
+                f"{(0.5 - means[-1]) / sd:.1f} to {(0.5 - means[0]) / sd:.1f} of them below 0.5"
+            )
+        central = {
+            c: {a: v for a, v in aucs.items() if v < 0.5} for c, aucs in check["auc"].items()
+        }
+        central = {c: v for c, v in central.items() if v}
+        if central:
+            lines.append(
+                "measured effect behind them, one-versus-rest with the z-score fitted on the "
+                "normal class: anomaly classes nearer the normal class' centre than its own "
+                "test series (ROC-AUC of closeness to the centre < 0.5): "
+                + "; ".join(
+                    f"{c} normal: " + ", ".join(f"{a} {v:.2f}" for a, v in sorted(aucs.items()))
+                    for c, aucs in sorted(central.items())
+                )
+                + ". A scorer of closeness to the corpus ranks these quieter series as the most "
+                "normal; kernels that normalise away amplitude or whose features saturate "
+                "cannot separate them by scale either"
+            )
+        rest = sorted(set(by_class) - set(central))
+        explained = sum(len(v) for c, v in by_class.items() if c in central)
+        total = sum(len(v) for v in by_class.values())
+        lines.append(
+            f"{explained} of the {total} per-class entries below 0.5 have such a normal class"
+            + (
+                f"; the other {total - explained} ({', '.join(rest)} normal) are not explained "
+                "by this check (within the chance-level spread above, or a kernel-specific "
+                "cause)"
+                if rest
+                else ""
+            )
+        )
+        notes[d] = lines
+    return notes
+
+
 def run_notes(store: ResultStore, setting: str, res: dict) -> dict[str, list[str]]:
     """{data set: lines}: the edge-of-grid notes (:func:`edge_notes`) of the data sets in
-    ``res``, then the below-chance notes (:func:`below_chance_notes`)."""
+    ``res``, then the below-chance notes (:func:`below_chance_notes`) and what explains them
+    (:func:`below_chance_explained`)."""
     out: dict[str, list[str]] = {}
-    for part in (edge_notes(store, setting, set(res)), below_chance_notes(res)):
+    parts = (
+        edge_notes(store, setting, set(res)),
+        below_chance_notes(res),
+        below_chance_explained(store, setting, res),
+    )
+    for part in parts:
         for d, lines in part.items():
             out.setdefault(d, []).extend(lines)
     return out
