@@ -100,7 +100,34 @@ def _columns(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("columns of a long CSV (default: by their usual names)")
     g.add_argument("--id-col", help="series id column (default: id, series or series_id)")
     g.add_argument("--time-col", help="time column (default: time, t, timestamp or step)")
-    g.add_argument("--label-col", help="label column (default: label, class or y; optional)")
+    g.add_argument(
+        "--label-col",
+        help="label column (default: the column named label, if any; a column "
+        "named class or y is a channel unless named here)",
+    )
+    g.add_argument(
+        "--no-label", action="store_true", help="no label column: a column named label is a channel"
+    )
+    _reading(p)
+
+
+def _reading(p: argparse.ArgumentParser) -> None:
+    """Options of the reader (issue 31): off-grid time values, series that cannot be read."""
+    g = p.add_argument_group("reading (time grid, unreadable series)")
+    g.add_argument(
+        "--irregular",
+        choices=("resample", "error"),
+        default="resample",
+        help="series whose time values are off the grid (the median step): resample them "
+        "linearly onto it, with a warning (default), or refuse them",
+    )
+    g.add_argument(
+        "--on-error",
+        choices=("raise", "skip"),
+        default="raise",
+        help="a series that cannot be read (a channel without values, a cell that is not a "
+        "number, ...): stop with its error (default), or leave it out and list it",
+    )
 
 
 #: The trust model of a model file, in --help (README: "Command line").
@@ -284,16 +311,28 @@ def _show_progress(args) -> bool:
     return sys.stderr.isatty() if args.progress is None else args.progress
 
 
-def _read(args, channels=None):
+def _read(args, channels=None, grid=None):
+    """The series of ``args.data``; with ``--on-error skip`` a warning names each series left
+    out. ``grid``: the fitted corpus's time grid (scoring reads on it)."""
+    import warnings
+
     from .adapters._io import read_series
 
-    return read_series(
+    if args.no_label and args.label_col is not None:
+        raise CLIError("--no-label and --label-col contradict each other: give one")
+    data = read_series(
         args.data,
         id_col=args.id_col,
         time_col=args.time_col,
-        label_col=args.label_col,
+        label_col=False if args.no_label else args.label_col,
         channels=channels,
+        grid=grid,
+        irregular=args.irregular,
+        on_error=args.on_error,
     )
+    for _, why in data.skipped:
+        warnings.warn(f"skipped (--on-error skip) {why}", UserWarning, stacklevel=2)
+    return data
 
 
 class Output:
@@ -485,6 +524,8 @@ def _fit(args) -> int:
         det.fit(data.X, y)
         det.set_params(verbose=False)
         det.channel_names_ = list(data.channels)
+        if data.grid is not None:  # scoring reads new series on this grid
+            det.time_grid_ = data.grid.to_dict()
         model.write(det.save)
     n = det.n_corpus_
     print(
@@ -546,7 +587,8 @@ def _score(args) -> int:
         from .adapters._io import SeriesFileError
 
         try:
-            data = _read(args, names if _is_csv(args.data) else None)
+            grid = getattr(det, "time_grid_", None)
+            data = _read(args, names if _is_csv(args.data) else None, grid)
         except SeriesFileError as err:
             raise CLIError(_one_line(err)) from None
         det.set_params(verbose=_show_progress(args))
@@ -631,9 +673,26 @@ def _explanation_columns(det, data, names) -> dict:
         t = np.asarray(ex.times[i], dtype=float)
         peak = float(np.max(t)) if t.size else 0.0
         steps = np.flatnonzero(t >= 0.5 * peak) if peak > 0 else np.arange(0)
+        if getattr(data, "starts", None) is not None:  # in the time column's units (issue 31)
+            tv = data.time_values(i)
+            start.append(_time_text(tv[steps[0]]) if steps.size else None)
+            end.append(_time_text(tv[steps[-1]]) if steps.size else None)
+            continue
         start.append(int(steps[0]) if steps.size else -1)
         end.append(int(steps[-1]) if steps.size else -1)
     return {"top_channel": top, "span_start": start, "span_end": end, "novelty": ex.novelty}
+
+
+def _time_text(value):
+    """A time value as written in scores.csv: a number, or an ISO 8601 date-time (UTC)."""
+    import numpy as np
+
+    if isinstance(value, np.datetime64):
+        import pandas as pd
+
+        return pd.Timestamp(value).isoformat()
+    v = float(value)
+    return int(v) if v.is_integer() and abs(v) < 2**53 else v
 
 
 def _is_csv(path: str) -> bool:
@@ -671,6 +730,12 @@ def _info(args) -> int:
     else:
         print("versions: not recorded (a file of tskernels 0.1)")
     print(f"corpus: {det.n_corpus_} normal series, channels: {', '.join(names)}")
+    grid = getattr(det, "time_grid_", None)
+    if grid:  # the time grid new series are read on (issue 31)
+        from .adapters._io import TimeGrid
+
+        g = TimeGrid.from_dict(grid)
+        print(f"time grid: {g.describe()} ({'dates' if g.kind == 'datetime' else 'numbers'})")
     print(f"lengths calibrated: {lo if lo == hi else f'{lo} to {hi}'} steps; {accepted}")
     print(f"members: {members}; contamination {det.contamination}")
     return 0

@@ -13,6 +13,12 @@ pandas: sktime Panel mtypes (pd-multiindex,   detected by ``sktime.datatypes.che
 nested_univ, df-list, pd-wide)                and converted by ``sktime.datatypes.convert``
 ============================================  ==============================================
 
+A 2-D input reads two ways; ``layout`` says which: ``"single"`` reads a 2-D numpy array,
+torch tensor or DataFrame (flat index, numeric columns) as one recording (T, d), rows = time
+steps, columns = channels, so a DataFrame and its ``to_numpy()`` give the same series;
+``"univariate"`` (or None, the default) reads a 2-D array as n univariate series (n, T) and a
+flat DataFrame as sktime's pd-wide (rows = series). ``layout`` changes nothing for other inputs.
+
 Equal lengths give an array (n, T, d), unequal lengths a list. Numpy arrays are read as
 (n, T, d); sktime's numpy3D layout is (n, d, T), so a 3-D array with more channels than time
 steps draws a warning (it is never transposed). Values must be real; Inf is always an error.
@@ -53,10 +59,14 @@ __all__ = ["as_series_collection", "single_series_hint"]
 
 
 def as_series_collection(
-    X, *, name: str = "X", missing: str = "error"
+    X, *, name: str = "X", missing: str = "error", layout: str | None = None
 ) -> np.ndarray | list[np.ndarray]:
     """A collection of multivariate series as float64 ``(n, T, d)`` (equal lengths) or a list
     of float64 ``(T_i, d)`` arrays (unequal lengths); see the module docstring for the layouts.
+
+    ``layout``: None or ``"univariate"``: a 2-D array is (n, T) univariate series, a flat
+    DataFrame sktime's pd-wide; ``"single"``: a 2-D array, tensor or flat DataFrame is one
+    recording (T, d) (module docstring).
 
     ``missing``: ``"error"`` (default): NaN other than trailing padding rows of an array is an
     error; ``"interpolate"``: NaN inside a series is filled by linear interpolation per channel,
@@ -79,8 +89,14 @@ def as_series_collection(
     [1.0, 2.0, 3.0]
     """
     check_missing(missing)
+    if layout not in (None, "single", "univariate"):
+        raise ValueError(f"`layout` must be None, 'single' or 'univariate', got {layout!r}")
     if X is None:
         raise ValueError(f"`{name}` is None: expected a collection of time series")
+    if layout == "single" and getattr(X, "ndim", None) == 2:
+        if _is_pandas(X):
+            X = _frame_values(X, name)
+        return _from_array(_to_numpy(X, name)[None], name, missing)
     if _is_pandas(X) or (
         isinstance(X, (list, tuple)) and len(X) > 0 and all(_is_pandas(x) for x in X)
     ):
@@ -131,6 +147,23 @@ def _to_numpy(x, name: str) -> np.ndarray:
             f"`{name}` must hold real numbers, got dtype {a.dtype} (non-numeric values)"
         )
     return a
+
+
+def _frame_values(X, name: str) -> np.ndarray:
+    """A flat DataFrame's values (T, d) as float64, rows in order (the index is dropped)."""
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame) or isinstance(X.index, pd.MultiIndex):
+        raise ValueError(
+            f'`{name}` ({type(X).__name__}) with layout="single" must be a DataFrame with a '
+            "flat index (rows = time steps, columns = channels)"
+        )
+    text = [str(c) for c, t in X.dtypes.items() if not pd.api.types.is_numeric_dtype(t)]
+    if text:
+        raise ValueError(
+            f"`{name}` has non-numeric column(s) {', '.join(text)}: channels hold numbers"
+        )
+    return X.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _check_finite(a: np.ndarray, name: str) -> None:

@@ -218,3 +218,27 @@ def test_import_novelty_does_not_import_sktime():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_layout_single_reads_a_dataframe_as_its_numpy_array():
+    """Issue 31, finding 7: a (T, d) DataFrame with layout="single" is one recording, as its
+    numpy array is; never T univariate series."""
+    import tskernels as tk
+    from novelty import KernelNoveltyDetector
+
+    rng = np.random.default_rng(31)
+    rec = rng.normal(size=(40, 3))
+    df = pd.DataFrame(rec, columns=["a", "b", "c"], index=pd.RangeIndex(100, 140))
+    _assert_same_series(as_series_collection(df, layout="single"), rec[None])
+    _assert_same_series(as_series_collection(torch.tensor(rec), layout="single"), rec[None])
+    # the default reading of a flat DataFrame stays sktime's pd-wide (rows = series)
+    assert as_series_collection(df).shape == (40, 3, 1)
+    with pytest.raises(ValueError, match="layout"):
+        as_series_collection(df, layout="rows")
+    with pytest.raises(ValueError, match="non-numeric column"):
+        as_series_collection(df.assign(tag="x"), layout="single")
+    det = KernelNoveltyDetector(kernel=tk.FlattenedKernel(tk.RBF(3.0)), layout="single")
+    det.fit(rng.normal(size=(12, 40, 3)))
+    from_numpy = det.score_samples(rec)
+    assert from_numpy.shape == (1,)
+    np.testing.assert_array_equal(det.score_samples(df), from_numpy)

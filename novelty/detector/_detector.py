@@ -720,7 +720,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
         if reset and hasattr(self, "n_features_in_"):
             del self.n_features_in_
-        return as_series_collection(X, missing=self.missing)
+        return as_series_collection(X, missing=self.missing, layout=self.layout)
 
 
 def _warn_in_sample(det, Xs) -> None:
