@@ -49,15 +49,16 @@ def _brute(normal, x, w, how):
 def test_scores_equal_a_brute_force_nearest_window(how):
     normal, x = _sine(240, d=2, seed=1), _sine(90, d=2, seed=2)
     x[40:50, 1] += 2.0
-    det = WindowNoveltyDetector(window=12, stride=1, n_segments=12, aggregate=how)
+    det = WindowNoveltyDetector(window=12, stride=1, n_segments=12, aggregate=how, detector="knn")
     got = -det.fit(normal).score_samples(x)
     np.testing.assert_allclose(got, _brute(normal, x, 12, how), rtol=1e-8, atol=1e-9)
 
 
 def test_paa_distance_is_a_lower_bound_of_the_exact_one():
     normal, x = _sine(300, seed=3), _ar1(120, seed=4)
-    exact = -WindowNoveltyDetector(window=16, stride=1, n_segments=16).fit(normal).score_samples(x)
-    paa = -WindowNoveltyDetector(window=16, stride=1, n_segments=4).fit(normal).score_samples(x)
+    kw = dict(window=16, stride=1, detector="knn")
+    exact = -WindowNoveltyDetector(n_segments=16, **kw).fit(normal).score_samples(x)
+    paa = -WindowNoveltyDetector(n_segments=4, **kw).fit(normal).score_samples(x)
     assert (paa <= exact + 1e-12).all() and (paa < exact).any()
 
 
@@ -123,8 +124,8 @@ def test_stream_computes_each_window_once():
 
 def test_tiny_max_memory_gives_the_same_scores_in_blocks():
     normal, x = _sine(1200, d=2, seed=9), _sine(600, d=2, seed=10)
-    big = WindowNoveltyDetector(window=32).fit(normal)
-    small = WindowNoveltyDetector(window=32, max_memory=20_000).fit(normal)
+    big = WindowNoveltyDetector(window=32, detector="knn").fit(normal)
+    small = WindowNoveltyDetector(window=32, detector="knn", max_memory=20_000).fit(normal)
     assert small.reference_stride_ > big.reference_stride_ or len(small.reference_) < 1200
     tiny_blocks = clone(big).set_params(max_memory=1).fit(normal)
     tiny_blocks.references_ = big.references_
@@ -212,7 +213,7 @@ def test_explain_names_the_channel_and_the_time():
 
 def test_update_adds_normal_windows_and_calibration():
     a, b = _sine(1500, period=25, seed=15), 2.0 * _sine(1500, period=25, seed=16)
-    det = WindowNoveltyDetector(window=25).fit(a)
+    det = WindowNoveltyDetector(window=25, detector="knn").fit(a)
     n_ref, n_cal = len(det.reference_), det.calibration_scores_.size
     before = -det.score_samples(b)
     det.update(b)

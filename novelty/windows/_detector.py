@@ -58,8 +58,8 @@ __all__ = ["WindowNoveltyDetector", "WindowExplanation", "WindowStream"]
 DEFAULT_MAX_MEMORY = 256 * 2**20
 #: the choices ``detector`` and ``aggregate`` take when None (decided on the benchmark's
 #: tuning half: docs/windows.md)
-DEFAULT_DETECTOR = "knn"
-DEFAULT_AGGREGATE = "max"
+DEFAULT_DETECTOR = "knn+znorm"
+DEFAULT_AGGREGATE = "mean"
 DETECTORS = ("knn", "znorm-knn", "knn+znorm")
 
 
