@@ -90,3 +90,52 @@ def test_baselines_reject_inconsistent_test_diagonal():
         scorer.fit(K)
         with pytest.raises(ValueError, match="negative squared feature-space distance"):
             scorer.score(np.full((1, 4), 0.9), np.array([0.1]))  # k(y, y) far too small
+
+
+def _linear_gram(X):
+    G = X @ X.T
+    s = np.sqrt(np.diag(G))
+    return G / s[:, None] / s[None, :]
+
+
+def test_negative_entries_fit_with_free_signs():
+    # a normalised linear Gram (cosines) has negative entries; the positive-orthant iteration
+    # left it ("f(x_i) = (K alpha)_i became non-positive"), the sign-free one converges to
+    # the same fixed point alpha_i f(x_i) = 1/N
+    X = np.random.default_rng(2).normal(size=(12, 30))
+    K = _linear_gram(X)
+    with pytest.raises(FloatingPointError, match="non-positive"):
+        sosrep_solve(torch.from_numpy(K), tol=1e-8)
+    with pytest.warns(UserWarning, match="negative entries.*change sign"):
+        s = SOSREPScorer(tol=1e-8).fit(K)
+    a = s.alpha_.numpy()
+    assert s.converged_ and (a < 0).any()
+    np.testing.assert_allclose(a * (K @ a), 1.0 / len(X), atol=1e-8 / len(X), rtol=0)
+    Y = np.random.default_rng(3).normal(size=(5, 30))
+    Kt = (Y @ X.T) / np.linalg.norm(Y, axis=1)[:, None] / np.linalg.norm(X, axis=1)[None, :]
+    assert np.isfinite(s.score(Kt)).all()
+
+
+def test_quick_study_linear_cell_runs():
+    # issue 34, item 3: the quick study's sosrep cell on BasicMotions (flat_linear, normal
+    # class "standing", CV fold 0, no time channel) raised; it now converges
+    from experiments._grids import build_kernel
+    from experiments._protocol import _shape, cv_splits, fold_grams, load_dataset, take
+    from experiments._runner import DEFAULT_PREPROCESSING
+    from tskernels.transforms import Preprocessor
+
+    data = load_dataset("BasicMotions")
+    y = data.y_train
+    tr, va = cv_splits(y, 3, 1, 0)[0]
+    corpus = tr[y[tr] == "standing"]
+    pre = Preprocessor(time_channel=False, **DEFAULT_PREPROCESSING).fit(take(data.X_train, corpus))
+    C, V = pre.transform(take(data.X_train, corpus)), pre.transform(take(data.X_train, va))
+    d, T = _shape(C)
+    Kcc, Kvc, _ = fold_grams(build_kernel("flat_linear", {}, d, T, None, "cpu"), C, V)
+    assert float(Kcc.min()) < 0
+    with pytest.raises(FloatingPointError, match="non-positive"):
+        sosrep_solve(Kcc[0])  # what the cell did before
+    with pytest.warns(UserWarning, match="negative entries"):
+        s = SOSREPScorer(seed=0).fit(Kcc[0])
+    assert s.converged_ and s.residual_ < 1e-6
+    assert np.isfinite(s.log_density(Kvc[0]).numpy()).all()
