@@ -392,9 +392,11 @@ def test_cli_explain_spans_are_in_time_column_units(half_step_model):
     new[:, 8:14, 1] += 3.0  # a level shift in "flow", steps 8..13: times 104 .. 106.5
     rc, x = _score(d, _write(d / "odd.csv", new, times=times), "--explain")
     assert rc == 0 and x["top_channel"].tolist() == ["flow", "flow"]
-    assert (x["span_start"] >= 100).all() and (x["span_start"] <= 106.5).all()
-    assert (x["span_end"] >= 104).all() and (x["span_end"] <= 111.5).all()
-    assert ((x["span_start"] * 2) % 1 == 0).all()  # grid times (100 + 0.5 k)
+    np.savez(d / "odd.npz", X=new, ids=np.array(["s0", "s1"]))  # no time column: step numbers
+    rc, steps = _score(d, d / "odd.npz", "--explain")
+    assert rc == 0 and (steps["span_start"] >= 0).all()
+    np.testing.assert_array_equal(x["span_start"], 100 + 0.5 * steps["span_start"])
+    np.testing.assert_array_equal(x["span_end"], 100 + 0.5 * steps["span_end"])
 
 
 def test_cli_on_error_skip_scores_the_others_and_lists_the_failing(half_step_model, capsys):
@@ -450,3 +452,48 @@ def test_cli_dates_against_a_numbers_model_and_time_text(half_step_model, capsys
     assert rc == 2 and "holds dates, the model's corpus had numbers" in capsys.readouterr().err
     assert _time_text(np.datetime64("2024-01-01T00:00:30", "ns")) == "2024-01-01T00:00:30"
     assert _time_text(np.float64(104.0)) == 104 and _time_text(np.float64(104.5)) == 104.5
+
+
+def test_a_folder_without_time_column_and_with_other_channels(tmp_path):
+    X = _series(2, T=5, seed=13)
+    (tmp_path / "f").mkdir()
+    for i, x in enumerate(X):  # no time column: the rows are in time order
+        pd.DataFrame({"a": x[:, 0], "b": x[:, 1]}).to_csv(tmp_path / "f" / f"r{i}.csv", index=False)
+    r = read_series(tmp_path / "f")
+    np.testing.assert_array_equal(r.X, X)
+    assert r.grid is None and r.starts is None and r.time_values(0).tolist() == [0, 1, 2, 3, 4]
+    pd.DataFrame({"a": [1.0], "c": [2.0]}).to_csv(tmp_path / "f" / "r9.csv", index=False)
+    with pytest.raises(SeriesFileError, match=r"r9.csv: channel column\(s\) b not found"):
+        read_series(tmp_path / "f")
+    pd.DataFrame({"a": [1.0], "b": [1.0], "c": [2.0]}).to_csv(
+        tmp_path / "f" / "r9.csv", index=False
+    )
+    with pytest.raises(SeriesFileError, match=r"r9.csv: channels .*c differ from r0.csv's"):
+        read_series(tmp_path / "f")
+
+
+def test_skip_with_every_series_failing_is_an_error(tmp_path):
+    (tmp_path / "x.csv").write_text("id,time,a,b\ns,0,1,\ns,1,2,\nt,0,,1\n")
+    with pytest.raises(SeriesFileError, match="no series can be read; the first: series 's'"):
+        read_series(tmp_path / "x.csv", on_error="skip")
+
+
+def test_encodings_blank_lines_and_a_byte_order_mark(tmp_path):
+    (tmp_path / "lat.csv").write_bytes(b"id,time,a\ncaf\xe9,0,1\ncaf\xe9,1,2\n")
+    with pytest.raises(SeriesFileError, match="not UTF-8 text .* save the file as UTF-8"):
+        read_series(tmp_path / "lat.csv")
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfid,time,a\r\ns,0,1\r\n\r\ns,1,2\r\n")
+    r = read_series(tmp_path / "bom.csv")
+    assert r.ids == ["s"] and r.X.ravel().tolist() == [1.0, 2.0]
+
+
+def test_rows_in_any_order_give_the_same_series(tmp_path):
+    X = _series(5, T=9, seed=14)
+    p = _write(tmp_path / "sorted.csv", X, drop={(1, 4), (3, 2)})
+    header, *body = p.read_text().splitlines()
+    order = np.random.default_rng(0).permutation(len(body))
+    (tmp_path / "shuffled.csv").write_text("\n".join([header] + [body[k] for k in order]) + "\n")
+    a, b = read_series(p), read_series(tmp_path / "shuffled.csv")
+    assert sorted(a.ids) == sorted(b.ids)  # ids in order of first appearance in each file
+    np.testing.assert_array_equal(a.X, b.X[[b.ids.index(i) for i in a.ids]])
+    assert np.isnan(b.X[b.ids.index("s1"), 4]).all()

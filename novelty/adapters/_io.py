@@ -223,7 +223,11 @@ def _header(path: Path) -> list:
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             row = next(csv.reader(f), None)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:
+        raise SeriesFileError(
+            f"{path}: not UTF-8 text ({_first_line(exc)}); save the file as UTF-8"
+        ) from None
+    except (OSError, csv.Error) as exc:
         raise SeriesFileError(f"{path}: cannot be read as CSV ({_first_line(exc)})") from None
     if not row or not any(c.strip() for c in row):
         raise SeriesFileError(f"{path}: empty file (a header line and data rows)")
@@ -695,7 +699,9 @@ def _assemble(rows, ids, labs, splits, tk, bad_cells, r, chans, where, opts) -> 
             order = np.argsort(codes, kind="stable")
         else:
             order = np.lexsort((times, codes))
-        codes, values = codes[order], values[order]
+        codes = codes[order]
+        for j in range(values.shape[1]):  # in place, one column at a time (memory)
+            values[:, j] = values[order, j]
         times = None if times is None else times[order]
         lab = None if lab is None else lab[order]
         spl = None if spl is None else spl[order]
