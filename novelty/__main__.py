@@ -118,8 +118,8 @@ def _reading(p: argparse.ArgumentParser) -> None:
         "--irregular",
         choices=("resample", "error"),
         default="resample",
-        help="series whose time values are off the grid (the median step): resample them "
-        "linearly onto it, with a warning (default), or refuse them",
+        help="series whose time values are off the grid (the median step of the fitted "
+        "corpus): resample them linearly onto it, with a warning (default), or refuse them",
     )
     g.add_argument(
         "--on-error",
@@ -594,12 +594,8 @@ def _score(args) -> int:
         det.set_params(verbose=_show_progress(args))
         import numpy as np
 
-        if args.explain:  # the explanation's pass gives the novelty too
-            explanation = _explanation_columns(det, data, names)
-            novelty = explanation.pop("novelty")
-            p, flagged = det._outcome(novelty, fdr=args.fdr)
-        else:
-            novelty, p, flagged = det._assess(data.X, fdr=args.fdr)
+        # one scoring pass (the detector's warnings included); --explain adds its occlusions
+        novelty, p, flagged = det._assess(data.X, fdr=args.fdr)
         if args.fdr is not None:
             _warn_fdr(det, len(p), int(np.sum(flagged)), args.fdr)
         columns = {
@@ -609,7 +605,7 @@ def _score(args) -> int:
             "flagged": flagged.astype(int),
         }
         if args.explain:
-            columns.update(explanation)
+            columns.update(_explanation_columns(det, data, names))
         if data.labels is not None:
             columns["label"] = data.labels
         import pandas as pd
@@ -661,8 +657,7 @@ def _warn_fdr(det, m: int, n_flagged: int, q: float) -> None:
 
 def _explanation_columns(det, data, names) -> dict:
     """The top channel and the time span (first and last step of the steps whose attribution
-    is at least half the series' largest) of each series, and (key ``novelty``) the novelty the
-    explanation computed on the way (the detector's, from the same scoring pass)."""
+    is at least half the series' largest) of each series."""
     import numpy as np
 
     ex = det.explain(data.X)
@@ -680,7 +675,7 @@ def _explanation_columns(det, data, names) -> dict:
             continue
         start.append(int(steps[0]) if steps.size else -1)
         end.append(int(steps[-1]) if steps.size else -1)
-    return {"top_channel": top, "span_start": start, "span_end": end, "novelty": ex.novelty}
+    return {"top_channel": top, "span_start": start, "span_end": end}
 
 
 def _time_text(value):
