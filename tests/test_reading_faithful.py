@@ -55,8 +55,16 @@ def _gaps(n, T, rng, share=0.1):
 def test_dropped_rows_read_as_the_same_gaps_as_empty_cells(tmp_path):
     X = _series(6, seed=1)
     gaps = _gaps(6, 24, np.random.default_rng(0))
-    a = read_series(_write(tmp_path / "drop.csv", X, drop=gaps))
-    b = read_series(_write(tmp_path / "blank.csv", X, blank=gaps))
+    m = len({i for i, _ in gaps})
+    with pytest.warns(
+        UserWarning,
+        match=rf"{m} of 6 series miss time steps \(step 1\): "
+        rf"{len(gaps)} of their {24 * m} grid times .* read as missing values",
+    ):
+        a = read_series(_write(tmp_path / "drop.csv", X, drop=gaps))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # empty cells: no warning
+        b = read_series(_write(tmp_path / "blank.csv", X, blank=gaps))
     assert isinstance(a.X, np.ndarray) and a.X.shape == (6, 24, 2)
     np.testing.assert_array_equal(a.X, b.X)  # NaN in the same places, the rest bit for bit
     assert np.isnan(a.X).any() and a.grid == TimeGrid("number", 1.0)

@@ -39,12 +39,13 @@ series in the file (``SeriesFile.grid``); scoring passes the fitted corpus's gri
 so that new series are read on the same grid. Each series starts at its first time value;
 row ``k`` of a series is the time ``start + k * step``. A time value missing from a series
 (a dropped row) is a row of NaN there: a missing value for the detector's ``missing`` rule,
-exactly as if the row had been written with empty cells. A series whose time values are off the
-grid (steps that are not whole multiples of it) is resampled onto it by linear interpolation
-per channel, between the observations on either side of each grid time (a grid time whose
-neighbouring observations are two steps or more apart stays a gap, NaN); a warning gives the
-share of rows off the grid. ``irregular="error"`` refuses such series instead. A series whose
-rows leave more than 90 % of its grid steps empty is refused (the step does not fit it).
+exactly as if the row had been written with empty cells (a warning gives the share of grid
+times without a row). A series whose time values are off the grid (steps that are not whole
+multiples of it) is resampled onto it by linear interpolation per channel, between the
+observations on either side of each grid time (a grid time whose neighbouring observations are
+two steps or more apart stays a gap, NaN); a warning gives the share of rows off the grid.
+``irregular="error"`` refuses such series instead. A series whose rows leave more than 90 % of
+its grid steps empty is refused (the step does not fit it).
 
 **Errors by series.** After reading, each series is checked: a channel with no value at all in
 a series, a value beyond +-1e150 (or infinite: squared distances overflow float64 there), a
@@ -731,9 +732,18 @@ def _assemble(rows, ids, labs, splits, tk, bad_cells, r, chans, where, opts) -> 
     else:
         grid = _grid(opts["grid"], times, codes, tk.kind, where)
         starts = times[bounds[:-1]]
-        series, resampled, views = _on_grid(
+        series, resampled, views, gaps = _on_grid(
             values, times, codes, bounds, grid, tk.kind, names, opts, failures
         )
+        if gaps[0]:
+            warnings.warn(
+                f"{where}: {gaps[0]} of {n} series miss time steps ({grid.describe()}): "
+                f"{gaps[1]} of their {gaps[2]} grid times ({gaps[1] / gaps[2]:.1%}) have no row, "
+                "read as missing values (NaN, filled by the detector's missing rule, linear "
+                "interpolation by default), as empty cells would be",
+                UserWarning,
+                stacklevel=4,
+            )
         starts = starts.astype("datetime64[ns]") if tk.kind == "datetime" else starts
     if resampled is not None and opts["irregular"] == "resample":
         k_series, k_rows = resampled
@@ -776,7 +786,7 @@ def _per_series(codes_rows, codes, bounds, dct, names, where, what) -> np.ndarra
     return np.asarray([dct.names[c] for c in first], dtype=str)
 
 
-def _chunks(N: int, size: int = 1 << 20):
+def _chunks(N: int, size: int = 1 << 18):
     """(start, stop) of consecutive row ranges: temporaries of one range at a time."""
     return ((a, min(a + size, N)) for a in range(0, max(N, 0), size))
 
@@ -834,7 +844,7 @@ def _on_grid(values, times, codes, bounds, grid, kind, names, opts, failures):
     n = len(bounds) - 1
     d = values.shape[1]
     if grid is None:
-        return [values[bounds[i] : bounds[i + 1]] for i in range(n)], None, True
+        return [values[bounds[i] : bounds[i + 1]] for i in range(n)], None, True, [0, 0, 0]
     step = grid.step_ns if kind == "datetime" else grid.step
     # per series: does any of its rows (after the first) not follow the previous by one step?
     broken = np.zeros(n, dtype=bool)
@@ -847,6 +857,7 @@ def _on_grid(values, times, codes, bounds, grid, kind, names, opts, failures):
         regular |= codes[a + 1 : b + 1] != codes[a:b]  # a series' first row follows nothing
         broken[codes[a + 1 : b + 1][~regular]] = True
     series, off_series, off_rows, views = [], 0, 0, True
+    gaps = [0, 0, 0]  # series with missing grid times, those times, their grid times
     for i in range(n):
         a, b = bounds[i], bounds[i + 1]
         if not broken[i]:
@@ -873,6 +884,9 @@ def _on_grid(values, times, codes, bounds, grid, kind, names, opts, failures):
             x = np.full((L, d), np.nan)
             x[k] = values[a:b]
             series.append(x)
+            gaps[0] += 1
+            gaps[1] += L - (b - a)
+            gaps[2] += L
             continue
         off_series += 1
         off_rows += int((~on).sum())
@@ -892,7 +906,7 @@ def _on_grid(values, times, codes, bounds, grid, kind, names, opts, failures):
             series.append(values[a:b])
             continue
         series.append(_resample(values[a:b], pos, L))
-    return series, ((off_series, off_rows) if off_series else None), views
+    return series, ((off_series, off_rows) if off_series else None), views, gaps
 
 
 def _sparse(name, rows, L, grid) -> str:
@@ -966,7 +980,8 @@ def _stack_list(series):
 def _check_values(X, names, chans, failures) -> None:
     """Per series: a channel without any value, or values beyond +-MAX_ABS (Inf included)."""
     if isinstance(X, np.ndarray):
-        blocks = ((s, X[s : s + 256]) for s in range(0, len(X), 256))
+        k = max(1, (1 << 18) // max(1, X.shape[1] * X.shape[2]))  # ~2 MB of values a block
+        blocks = ((s, X[s : s + k]) for s in range(0, len(X), k))
     else:
         blocks = ((i, x[None]) for i, x in enumerate(X))
     for s, B in blocks:
