@@ -7,7 +7,9 @@ written here become step scores by the mean over the windows covering a step (ae
 ``reverse_windowing`` rule). Channels are standardised by the normal data's mean and standard
 deviation for every method.
 
-- ``ours``: ``WindowNoveltyDetector()`` (the defaults); ``ours:<detector>-<aggregate>``:
+- ``ours``: ``WindowNoveltyDetector()`` (the defaults, ``window="auto"``);
+  ``ours@peer-window``: the defaults with the peers' window (a diagnostic, not a choice: it
+  separates the automatic window from the detector); ``ours:<detector>-<aggregate>``:
   the six candidates of the tuning half, all with ``window="auto"``.
 - ``sub-knn``: raw windows (stride 1) of the test stream, distance to the nearest raw window of
   the normal stretch (exact; the normal windows thinned to at most 8,000 by a stride).
@@ -56,11 +58,12 @@ def steps_from_windows(ws: np.ndarray, w: int, T: int) -> np.ndarray:
     return (np.cumsum(acc) / np.maximum(np.cumsum(cnt), 1))[:T]
 
 
-def ours(params=None):
+def ours(params=None, peer_window=False):
     def run(s):
         from novelty import WindowNoveltyDetector
 
-        det = WindowNoveltyDetector(**(params or {})).fit(s.normal)
+        kw = dict(params or {}, **({"window": s.window} if peer_window else {}))
+        det = WindowNoveltyDetector(**kw).fit(s.normal)
         return -det.score_samples(s.test)
 
     return run
@@ -134,7 +137,7 @@ def methods() -> dict:
     from pyod.models.ecod import ECOD
     from pyod.models.pca import PCA
 
-    m = {"ours": ours()}
+    m = {"ours": ours(), "ours@peer-window": ours(peer_window=True)}
     for det in ("knn", "znorm-knn", "knn+znorm"):
         for agg in ("max", "mean"):
             m[f"ours:{det}-{agg}"] = ours({"detector": det, "aggregate": agg})
