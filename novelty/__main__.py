@@ -389,8 +389,11 @@ class Output:
             try:
                 with os.fdopen(fd, "w") as f:
                     f.write(f"{os.getpid()} {socket.gethostname()}\n")
-            except OSError as err:  # a full disk: not even the lock's few bytes
-                raise CLIError(self._cannot(err)) from None
+            except BaseException as err:  # __exit__ does not run when __enter__ fails
+                self.__exit__()
+                if isinstance(err, OSError):  # a full disk: not even the lock's few bytes
+                    raise CLIError(self._cannot(err)) from None
+                raise
             return
 
     def _cannot(self, err: OSError) -> str:
@@ -670,8 +673,9 @@ def _explanation_columns(det, data, names) -> dict:
         steps = np.flatnonzero(t >= 0.5 * peak) if peak > 0 else np.arange(0)
         if getattr(data, "starts", None) is not None:  # in the time column's units (issue 31)
             tv = data.time_values(i)
-            start.append(_time_text(tv[steps[0]]) if steps.size else None)
-            end.append(_time_text(tv[steps[-1]]) if steps.size else None)
+            ok = steps.size and len(tv) == t.size  # one attribution per row of the series
+            start.append(_time_text(tv[steps[0]]) if ok else None)
+            end.append(_time_text(tv[steps[-1]]) if ok else None)
             continue
         start.append(int(steps[0]) if steps.size else -1)
         end.append(int(steps[-1]) if steps.size else -1)
