@@ -505,3 +505,10 @@ def test_rows_in_any_order_give_the_same_series(tmp_path):
     assert sorted(a.ids) == sorted(b.ids)  # ids in order of first appearance in each file
     np.testing.assert_array_equal(a.X, b.X[[b.ids.index(i) for i in a.ids]])
     assert np.isnan(b.X[b.ids.index("s1"), 4]).all()
+
+
+def test_old_mac_line_ends_grow_the_row_store(tmp_path):
+    # no "\n" at all: the line count preallocates one row, the store grows as rows come
+    (tmp_path / "cr.csv").write_bytes(b"id,time,a\rs,0,1\rs,1,2\rs,2,3\rt,0,5\rt,1,6\rt,2,7\r")
+    r = read_series(tmp_path / "cr.csv")
+    assert r.ids == ["s", "t"] and r.X[..., 0].tolist() == [[1, 2, 3], [5, 6, 7]]
