@@ -243,6 +243,27 @@ def test_a_full_disk_names_the_path_and_leaves_no_partial_file(fitted, quick_fit
     assert _names(tmp_path) == {"normal.csv"}
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full")
+def test_a_full_disk_is_found_before_the_fit(fitted, quick_fit, tmp_path, capsys, monkeypatch):
+    # the lock's few bytes go to /dev/full: ENOSPC, from the kernel, before any fitting
+    fits: list = []
+    quick_fit.append(lambda: fits.append(1))
+    real_open = os.open
+    model = tmp_path / "m.model"
+
+    def full(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if os.fsdecode(path).endswith(".m.model.lock"):
+            os.dup2(real_open("/dev/full", os.O_WRONLY), fd)
+        return fd
+
+    monkeypatch.setattr(os, "open", full)
+    line = _one_error(capsys, ["fit", str(fitted / "normal.csv"), "--model", str(model)])
+    assert line == (f"tskernels-detect: error: cannot write the model {model}: "
+                    f"{os.strerror(errno.ENOSPC)}")  # fmt: skip
+    assert fits == [] and _names(tmp_path) == set()  # before the fit; the lock removed
+
+
 def test_ctrl_c_during_the_fit_or_the_save_leaves_nothing(fitted, quick_fit, tmp_path, capsys,
                                                          monkeypatch):  # fmt: skip
     model = tmp_path / "m.model"
