@@ -384,6 +384,21 @@ def _load_npz(path: Path, seed: int) -> UserData:
     return _finish(path.stem, Xtr, ytr, Xte, yte, where)
 
 
+def _benchmark_label_column(path: Path):
+    """The label column of a benchmark CSV: ``label``, else ``class``, else ``y`` (the
+    benchmark always needs labels, so a ``class`` or ``y`` column cannot be a channel here;
+    the detection command line reads those as channels unless told). None: no such column."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        header = next(csv.reader(f), [])
+    names = {name.strip().lower(): name.strip() for name in header}
+    for wanted in ("label", "class", "y"):
+        if wanted in names:
+            return names[wanted]
+    return None
+
+
 def _load_csv(path: Path, seed: int) -> UserData:
     """A long CSV read by column *names* (:func:`novelty.adapters._io.read_series`: id, time,
     channels, label, optional split), never by position; the benchmark needs labels and finite
@@ -392,7 +407,7 @@ def _load_csv(path: Path, seed: int) -> UserData:
 
     where = str(path)
     try:
-        data = read_series(path)
+        data = read_series(path, label_col=_benchmark_label_column(path))
     except SeriesFileError as exc:
         raise DataError(str(exc)) from None
     if data.labels is None:

@@ -41,3 +41,21 @@ def test_unknown_name_lists_what_is_available(uea_dir):
 def test_bad_split():
     with pytest.raises(ValueError, match="split"):
         load_uea("BasicMotions", "validation")
+
+
+def test_benchmark_csv_reads_a_class_or_y_column_as_its_labels(tmp_path):
+    """The benchmark needs labels: with no ``label`` column, ``class`` (then ``y``) is the label
+    (the detection command line reads those names as channels unless told)."""
+    from experiments.data import load_data
+
+    for name in ("class", "y"):
+        rows = ["id,time,a," + name]
+        for i in range(12):
+            for t in range(6):
+                rows.append(f"s{i},{t},{(i % 2) * 3 + t * 0.1 + i * 0.01},{'ab'[i % 2]}")
+        path = tmp_path / f"{name}.csv"
+        path.write_text("\n".join(rows) + "\n")
+        data = load_data(str(path))
+        labels = set(map(str, data.y_train)) | set(map(str, data.y_test))
+        assert labels == {"a", "b"}
+        assert data.X_train.shape[-1] == 1  # one channel: the label is not a channel
