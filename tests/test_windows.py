@@ -156,12 +156,14 @@ def _flag_rates(make, eps, n_rec, T_fit, T_new):
 
 
 def _assert_rate(rates, eps):
-    """The mean flag share of independent recordings is within 3.3 standard errors of ``eps``
-    (the standard error from the recordings' spread, which carries the block dependence of the
-    steps; 3.3 SE: a two-sided 0.1 % test), and at least one recording in three has a flag share
-    below 2 * eps (the rate is not reached by a drift of every recording)."""
+    """The promise is one-sided ("at most about contamination"): the mean flag share of
+    independent recordings is at most ``eps`` plus 3.3 standard errors (from the recordings'
+    spread, which carries the block dependence of the steps; a one-sided 0.05 % test), and not
+    vacuous: at least ``eps / 3`` (the held-out references are smaller than the full one, which
+    makes the calibration conservative: for AR(1) noise about 0.6 ``eps`` was measured). At least
+    one recording in three has a flag share below 2 * eps (no drift of every recording)."""
     se = rates.std(ddof=1) / np.sqrt(len(rates))
-    assert abs(rates.mean() - eps) <= 3.3 * se + 0.1 * eps, (rates.mean(), se)
+    assert eps / 3 <= rates.mean() <= eps + 3.3 * se + 0.1 * eps, (rates.mean(), se)
     assert (rates < 2 * eps).mean() >= 1 / 3
 
 
