@@ -168,7 +168,7 @@ def _assert_rate(rates, eps):
 
 
 def test_pure_normal_ar1_is_flagged_at_contamination():
-    _assert_rate(_flag_rates(_ar1, 0.05, 16, 1500, 800), 0.05)
+    _assert_rate(_flag_rates(_ar1, 0.05, 12, 1200, 600), 0.05)
 
 
 @pytest.mark.slow
