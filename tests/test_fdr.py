@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from novelty import KernelNoveltyDetector
-from novelty.detector._calibration import benjamini_hochberg
+from novelty.detector._calibration import benjamini_hochberg, fdr_min_corpus, fdr_shortfall
 from tskernels import RBF, FlattenedKernel
 
 
@@ -134,7 +134,8 @@ def test_predict_fdr_tiny_corpus_flags_nothing():
     assert det.calibration_scores_.size == 0
     Y = 100.0 + rng.normal(size=(5, 10, 2))
     assert (det.p_values(Y) == 1).all()
-    assert (det.predict(Y, fdr=0.5) == 1).all()
+    with pytest.warns(UserWarning, match="fdr=0.5 can flag nothing: .* at least 1 held-out"):
+        assert (det.predict(Y, fdr=0.5) == 1).all()
 
 
 def test_realised_fdr_within_q_and_power():
@@ -174,3 +175,59 @@ def test_realised_fdr_within_q_and_power():
         f"per-series rule p <= 0.05 on the same batches: realised FDR {fdp_per_series.mean():.3f}"
     )
     assert fdp_per_series.mean() > 0.05  # why a batch wants fdr=
+
+
+# ------------------------------------------------------- issue 31, finding 13: when BH cannot flag
+@pytest.mark.parametrize("q", [0.01, 0.05, 0.1, 0.2, 0.3, 1 / 3, 0.5])
+def test_fdr_min_corpus_against_bh_itself(q):
+    # a lone series with the smallest conformal p-value 1/(n+1), the others p = 1: BH flags it
+    # exactly when n >= fdr_min_corpus(q, m)
+    for m in (1, 2, 3, 7, 10, 40, 100):
+        n = fdr_min_corpus(q, m)
+        assert n >= 0
+        for k, expect in ((n, True), (n - 1, False)):
+            if k < 0:
+                continue
+            p = np.r_[1.0 / (k + 1.0), np.ones(m - 1)]
+            assert bool(benjamini_hochberg(p, q)[0]) is expect, (q, m, k)
+    # with fewer than fdr_min_corpus(q, 1) nothing is ever flagged, whatever the batch
+    n0 = fdr_min_corpus(q, 1)
+    for m in (1, 5, 50):
+        if n0 > 0:
+            assert not benjamini_hochberg(np.full(m, 1.0 / n0), q).any()
+        assert benjamini_hochberg(np.full(m, 1.0 / (n0 + 1.0)), q).all()
+
+
+def test_fdr_shortfall_group_size_against_bh():
+    q, m, n = 0.1, 40, 10  # the README's BasicMotions case: 10 normal series, 40 test series
+    msg = fdr_shortfall(n, q, m)
+    assert "at least 37 series" in msg and "needs at least 399" in msg and "has 10" in msg
+    for k in (36, 37):  # k series tied at 1/(n+1), the rest at 1
+        p = np.r_[np.full(k, 1.0 / (n + 1)), np.ones(m - k)]
+        assert benjamini_hochberg(p, q).any() == (k >= 37)
+    assert fdr_shortfall(399, q, m) is None and fdr_shortfall(398, q, m) is not None
+    assert fdr_shortfall(5, 0.1, 3) == (
+        "fdr=0.1 can flag nothing: it needs at least 9 held-out normal series (conformal "
+        "p-values are at least 1/(n+1)); this detector has 5"
+    )
+    with pytest.raises(ValueError, match="n_series"):
+        fdr_min_corpus(0.1, 0)
+    with pytest.raises(ValueError, match="false-discovery rate"):
+        fdr_shortfall(10, 1.5, 3)
+
+
+def test_predict_fdr_warns_naming_the_corpus_needed():
+    rng = np.random.default_rng(7)
+    det = _detector(10, rng)
+    Y = rng.normal(size=(40, 10, 2))
+    Y[10:] += 5.0  # 30 obvious anomalies: still not flaggable at fdr=0.1 with 10 normal series
+    with pytest.warns(UserWarning, match="needs at least 399 held-out normal series"):
+        assert (det.predict(Y, fdr=0.1) == 1).all()
+    with warnings.catch_warnings():  # a batch small enough: flagged, no warning
+        warnings.simplefilter("error")
+        assert (det.predict(Y[10:11], fdr=0.1) == -1).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        small = _detector(5, rng)
+    with pytest.warns(UserWarning, match="needs at least 9 held-out normal series.*has 5"):
+        assert (small.predict(Y[10:], fdr=0.1) == 1).all()

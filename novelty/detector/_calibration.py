@@ -29,6 +29,8 @@ import numpy as np
 __all__ = [
     "benjamini_hochberg",
     "check_fdr",
+    "fdr_min_corpus",
+    "fdr_shortfall",
     "conformal_threshold",
     "conformal_p_values",
     "min_corpus_for",
@@ -149,3 +151,50 @@ def benjamini_hochberg(p_values, q: float) -> np.ndarray:
     if below.size == 0:
         return np.zeros(p.shape, dtype=bool)
     return p <= ps[below[-1]]
+
+
+def fdr_min_corpus(q: float, n_series: int = 1) -> int:
+    r"""The fewest calibration scores :math:`n` with which :func:`benjamini_hochberg` at ``q``
+    over ``n_series`` conformal p-values can flag a lone series: BH flags one series among
+    :math:`m` only if its p-value is at most :math:`q/m`, and a conformal p-value is at least
+    :math:`1/(n+1)`, so :math:`n \ge m/q - 1` (with BH's rounding slack). With ``n_series=1``
+    (:math:`n \ge 1/q - 1`) it is the corpus below which ``fdr=q`` can flag nothing at all:
+    with :math:`k` of :math:`m` series tied at the smallest p-value BH flags them all when
+    :math:`1/(n+1) \le kq/m`, and :math:`k = m` is the most favourable case."""
+    q = check_fdr(q)
+    m = int(n_series)
+    if m < 1:
+        raise ValueError(f"`n_series` must be an integer >= 1, got {n_series!r}")
+    n = max(0, math.ceil(m / q) - 2)
+    while 1.0 / (n + 1.0) > (q / m) * (1.0 + _BH_RTOL):  # BH's own comparison
+        n += 1
+    return n
+
+
+def fdr_shortfall(n_calibration: int, q: float, n_series: int) -> str | None:
+    r"""Why ``fdr=q`` over ``n_series`` series cannot flag a lone series with
+    ``n_calibration`` held-out normal series (a message naming the corpus size needed), or
+    None when it can (:func:`fdr_min_corpus`). Two cases: no series can be flagged at all
+    (:math:`1/(n+1) > q`), or only a group of at least
+    :math:`\lceil m / (q (n+1)) \rceil` series tied at the smallest p-value :math:`1/(n+1)`
+    (more novel than every held-out normal series) can be. Used by
+    ``KernelNoveltyDetector.predict(X, fdr=q)`` (a UserWarning when it flagged nothing) and
+    the CLI's ``--fdr``."""
+    q = check_fdr(q)
+    n, m = int(n_calibration), int(n_series)
+    if m < 1 or n >= fdr_min_corpus(q, m):
+        return None
+    at_all = fdr_min_corpus(q, 1)
+    if n < at_all:
+        return (
+            f"fdr={q} can flag nothing: it needs at least {at_all} held-out normal series "
+            f"(conformal p-values are at least 1/(n+1)); this detector has {n}"
+        )
+    k = math.ceil(m / (q * (n + 1)) * (1.0 - _BH_RTOL))
+    return (
+        f"fdr={q} over {m} series can flag only a group of at least {k} series with the "
+        f"smallest p-value 1/{n + 1} (more novel than every held-out normal series); flagging "
+        f"a lone series among {m} needs at least {fdr_min_corpus(q, m)} held-out normal "
+        f"series, this detector has {n}: score fewer series at a time, fit on more normal "
+        "series, or flag by p-value <= contamination (fdr=None)"
+    )

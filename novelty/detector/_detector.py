@@ -347,14 +347,25 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         of normal series among those flagged is at most ``q`` (conformal p-values of exchangeable
         normal series are PRDS; marginally over the corpus draw, up to the O(1/n) of held-out
         calibration scores). The flags then depend on the whole batch X. A corpus of one
-        series (no calibration scores, p-values all 1) flags nothing.
+        series (no calibration scores, p-values all 1) flags nothing. A conformal p-value is
+        at least 1/(n+1) (n held-out normal series), so BH flags a lone series among the m of
+        X only when n >= m/q - 1, and nothing at all when n < 1/q - 1; when nothing is flagged
+        and that is why, a UserWarning names the corpus size needed
+        (:func:`novelty.detector._calibration.fdr_shortfall`).
         """
         if fdr is None:
             return np.where(self.decision_function(X) >= 0, 1, -1)
         from ._calibration import benjamini_hochberg, check_fdr
 
         q = check_fdr(fdr, name="fdr")  # before any scoring
-        return np.where(benjamini_hochberg(self.p_values(X), q), -1, 1)
+        flagged = benjamini_hochberg(self.p_values(X), q)
+        if not flagged.any():  # say so when BH could not have flagged a lone series
+            from ._calibration import fdr_shortfall
+
+            why = fdr_shortfall(self.calibration_scores_.size, q, flagged.size)
+            if why is not None:
+                warnings.warn(why, UserWarning, stacklevel=2)
+        return np.where(flagged, -1, 1)
 
     def p_values(self, X) -> np.ndarray:
         r"""Conformal p-values :math:`(1 + \#\{c_i \ge s(x)\}) / (n + 1)`, array (n,): small =
