@@ -73,6 +73,8 @@ def test_two_members_average_their_robust_z_scores():
         q1, med, q3 = np.percentile(c, [25, 50, 75])
         z.append((-one.score_samples(x) - med) / (q3 - q1))
     np.testing.assert_allclose(-both.score_samples(x), np.mean(z, axis=0), rtol=1e-9, atol=1e-9)
+    top = WindowNoveltyDetector(detector="knn+znorm", combine="max", **kw).fit(normal)
+    np.testing.assert_allclose(-top.score_samples(x), np.max(z, axis=0), rtol=1e-9, atol=1e-9)
 
 
 def test_save_and_load_give_the_same_scores(tmp_path):

@@ -141,6 +141,10 @@ def methods() -> dict:
     for det in ("knn", "znorm-knn", "knn+znorm"):
         for agg in ("max", "mean"):
             m[f"ours:{det}-{agg}"] = ours({"detector": det, "aggregate": agg})
+    for agg in ("max", "mean"):  # added after the first six: the maximum of the two members' z
+        m[f"ours:knn+znorm-{agg}-zmax"] = ours(
+            {"detector": "knn+znorm", "aggregate": agg, "combine": "max"}
+        )
     m["sub-knn"] = sub_knn
     m["stumpy"] = stumpy_ab
     m["aeon-kmeans"] = _aeon(KMeansAD, True, lambda s: {"window_size": s.window, "random_state": 0})

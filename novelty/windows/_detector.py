@@ -83,6 +83,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         its members); the channel shares are those of the member with the larger z.
     aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
         windows covering it.
+    combine : "mean" (default) or "max": how "knn+znorm" combines its members' z-scores.
     contamination : float in (0, 0.5], default 0.01, the expected share of steps of new
         normal data that ``predict`` flags (module docstring: what it guarantees).
     n_neighbors : int >= 1, default 1, the window novelty is the mean distance to this many
@@ -130,6 +131,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         "stride": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "detector": [None, StrOptions(set(DETECTORS))],
         "aggregate": [None, StrOptions({"max", "mean"})],
+        "combine": [StrOptions({"mean", "max"})],
         "contamination": [Interval(Real, 0, 0.5, closed="right")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "n_segments": [Interval(Integral, 1, None, closed="left")],
@@ -146,6 +148,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         stride="auto",
         detector: str | None = None,
         aggregate: str | None = None,
+        combine: str = "mean",
         contamination: float = 0.01,
         n_neighbors: int = 1,
         n_segments: int = 32,
@@ -159,6 +162,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.stride = stride
         self.detector = detector
         self.aggregate = aggregate
+        self.combine = combine
         self.contamination = contamination
         self.n_neighbors = n_neighbors
         self.n_segments = n_segments
@@ -258,7 +262,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         """One member: its novelty; two: the mean of their robust z-scores."""
         if self.member_scales_ is None:
             return np.asarray(novelties[0], dtype=np.float64)
-        return np.mean([(v - m) / q for v, (m, q) in zip(novelties, self.member_scales_)], axis=0)
+        z = [(v - m) / q for v, (m, q) in zip(novelties, self.member_scales_)]
+        return np.mean(z, axis=0) if self.combine == "mean" else np.max(z, axis=0)
 
     def _reference(self, featurizer, z, offsets):
         from ._engine import Reference
@@ -350,7 +355,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             )  # fmt: skip
             for f, ref in zip(self._featurizers, self.references_)
         ]
-        return Ensemble(streams, self.member_scales_)
+        return Ensemble(streams, self.member_scales_, self.combine)
 
     def _standardised(self, X) -> np.ndarray:
         recs, names = _read(X, self.missing, many=False, name="X")

@@ -256,13 +256,14 @@ def score_recording(x, feat, ref, k, stride, how, max_bytes, on_block=None) -> n
 
 class Ensemble:
     """Streams of several members over the same grid (same window and stride, so each push
-    emits the same steps): one member's rows as they are; several: the mean of the members'
-    robust z-scores ``(novelty - median) / IQR`` (``scales``), with the channel shares of the
-    member whose z is largest at that step."""
+    emits the same steps): one member's rows as they are; several: the mean (``combine``
+    "mean") or the maximum ("max") of the members' robust z-scores ``(novelty - median) / IQR``
+    (``scales``), with the channel shares of the member whose z is largest at that step."""
 
-    def __init__(self, streams: list[Stream], scales):
+    def __init__(self, streams: list[Stream], scales, combine: str = "mean"):
         self.streams = streams
         self.scales = scales
+        self.combine = combine
 
     def push(self, chunk: np.ndarray) -> np.ndarray:
         return self._combine([s.push(chunk) for s in self.streams])
@@ -276,4 +277,5 @@ class Ensemble:
         z = np.stack([(r[:, 0] - m) / q for r, (m, q) in zip(rows, self.scales)])
         best = np.argmax(z, axis=0)
         shares = np.stack([r[:, 1:] for r in rows])[best, np.arange(z.shape[1])]
-        return np.column_stack([z.mean(axis=0), shares])
+        nov = z.mean(axis=0) if self.combine == "mean" else z.max(axis=0)
+        return np.column_stack([nov, shares])
