@@ -26,7 +26,9 @@ _EXPORTS = {
     "sosrep_solve": "_natural_gradient",
     "SDOKernel": "_sdo",
     "sdo_default_m": "_sdo",
+    "sdo_log_envelope": "_sdo",
     "sdo_log_scale": "_sdo",
+    "sdo_profile": "_sdo",
     "SOSREP": "_sosrep",
 }
 
@@ -45,7 +47,9 @@ __all__ = [
     "first_stable_minimum",
     "fisher_objective",
     "sdo_default_m",
+    "sdo_log_envelope",
     "sdo_log_scale",
+    "sdo_profile",
     "select_bandwidth",
     "sosrep_solve",
 ]

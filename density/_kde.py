@@ -48,14 +48,20 @@ class KDE(FittedExpansionEstimator):
 
     def score_samples(self, X) -> np.ndarray:
         r""":math:`\log \hat p(x)`, float64 numpy (n,); ``-inf`` where a random-feature
-        estimate is <= 0."""
+        estimate is <= 0. A random-feature estimate is capped by what the exact kernel allows
+        far from the data (:meth:`density._kernels.Expansion.log_abs_value`), so that it
+        decreases with the distance to the data instead of staying at the features' noise."""
         X = self._check_X(X)
         e = self.expansion_
         if e.kernel.random_features:
             raw = e.raw_value(X)
             out = torch.full_like(raw, -math.inf)
             pos = raw > 0
-            out[pos] = raw[pos].log() + e.log_factor
+            out[pos] = raw[pos].log()
+            if hasattr(e.kernel, "log_envelope"):
+                cap = e._log_tail_bound(X) - e.kernel.log_scale_
+                out[pos] = torch.minimum(out[pos], cap[pos])
+            out[pos] += e.log_factor
             return to_numpy(out)
         return to_numpy(e.log_abs_value(X))
 

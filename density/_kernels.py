@@ -199,6 +199,9 @@ class Expansion:
                 for c, w in zip(self._chunks(centres), self._chunks(weights))
             )
             self.centres = None
+            # for the tail bound of log_abs_value: the centres and log ||w||_1
+            self.rf_centres = centres
+            self.log_w1 = float(torch.log(weights.abs().sum()))
         else:
             self.centres = centres
             self.log_w = weights.log() if self.positive_weights else None
@@ -229,7 +232,15 @@ class Expansion:
     def log_abs_value(self, X: torch.Tensor) -> torch.Tensor:
         r""":math:`\log |f(x)|` (n,): log-sum-exp for positive weights on an exact kernel (no
         underflow far from the data); otherwise the log of the computed :math:`|f|`, which is
-        ``-inf`` exactly where f = 0."""
+        ``-inf`` exactly where f = 0.
+
+        Random-feature kernels (SDO): the features do not decay far from the data, the exact
+        kernel does, so the computed value is capped by what the exact kernel allows,
+        :math:`\log|f(x)| \le \lambda + \log\|w\|_1 + \log k_a(x, x) +
+        \log\bar\kappa(\min_i |x - c_i| / \ell)` with :math:`\bar\kappa` the kernel's
+        non-increasing envelope (``kernel.log_envelope``; :mod:`density._sdo`, "Tails"). Near the
+        data the cap is far above f and changes nothing; far outside it, the value decreases
+        with the distance to the data instead of staying at the features' noise floor."""
         k = self.kernel
         if not k.random_features and self.positive_weights:
             out = torch.cat(
@@ -240,7 +251,21 @@ class Expansion:
             )
         else:
             out = self.raw_value(X).abs().log()
+            if k.random_features and hasattr(k, "log_envelope"):
+                out = torch.minimum(out, self._log_tail_bound(X) - k.log_scale_)
         return out + self.log_factor
+
+    def _log_tail_bound(self, X: torch.Tensor) -> torch.Tensor:
+        r""":math:`\log(\|w\|_1 k_a(0)) + \log\bar\kappa(d_{\min}(x)/\ell)` per row of X (the
+        random-feature cap of :meth:`log_abs_value`, before the factor :math:`e^\lambda`)."""
+        k = self.kernel
+        scale = k.length_scale()
+        d2 = torch.cat(
+            [_sqdist(x, self.rf_centres, scale).min(dim=1).values for x in self._chunks(X)]
+        )
+        env = k.log_envelope(d2.sqrt().cpu().numpy())
+        env = torch.as_tensor(env, dtype=d2.dtype, device=d2.device)
+        return env + self.log_w1 + k.log_scale_
 
     def raw_value_and_laplacian(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         r""":math:`e^{-\lambda}` (f(X), :math:`\Delta_x f(X)`), both (n,), in closed form."""
