@@ -139,3 +139,20 @@ def test_quick_study_linear_cell_runs():
         s = SOSREPScorer(seed=0).fit(Kcc[0])
     assert s.converged_ and s.residual_ < 1e-6
     assert np.isfinite(s.log_density(Kvc[0]).numpy()).all()
+
+
+def test_sosrep_member_ranks_far_series_below_the_tails():
+    # issue 31, item 5: the detector's sosrep member never ranks series far outside the corpus
+    # as more normal than the corpus's own tail (its held-out scores)
+    from novelty import KernelNoveltyDetector
+    from tskernels import RBF, FlattenedKernel
+
+    rng = np.random.default_rng(5)
+    X = np.cumsum(rng.normal(size=(40, 16, 2)), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        det = KernelNoveltyDetector(FlattenedKernel(RBF(8.0)), scorer="sosrep").fit(X)
+    tail = -det.calibration_scores_.max()  # the least normal held-out corpus series
+    base = np.cumsum(rng.normal(size=(3, 16, 2)), axis=1)
+    for offset in (10.0, 100.0, 1e6):
+        assert (det.score_samples(base + offset) < tail).all(), offset
