@@ -599,8 +599,6 @@ def _score(args) -> int:
 
         # one scoring pass (the detector's warnings included); --explain adds its occlusions
         novelty, p, flagged = det._assess(data.X, fdr=args.fdr)
-        if args.fdr is not None:
-            _warn_fdr(det, len(p), int(np.sum(flagged)), args.fdr)
         columns = {
             "id": data.ids,
             "novelty": novelty,
@@ -633,29 +631,6 @@ def _score(args) -> int:
         file=sys.stderr if to_stdout else sys.stdout,
     )
     return 0
-
-
-def _warn_fdr(det, m: int, n_flagged: int, q: float) -> None:
-    """A warning when ``--fdr q`` flagged none of the ``m`` series and could not have flagged a
-    lone outlier: Benjamini-Hochberg flags one series among ``m`` only if its p-value is at
-    most ``q/m``, and conformal p-values are at least ``1/(n+1)`` with ``n`` calibration
-    scores, so at least ``ceil(m/q) - 1`` normal series are needed."""
-    import math
-    import warnings
-
-    n = int(det.calibration_scores_.size)
-    need = math.ceil(m / q - 1e-9) - 1
-    if n_flagged or m == 0 or n >= need:
-        return
-    warnings.warn(
-        f"--fdr {q} flagged none of the {m} series and could not flag a lone outlier: "
-        f"Benjamini-Hochberg over {m} series needs a p-value <= {q}/{m} = {q / m:.3g}, and "
-        f"with {n} normal series conformal p-values are at least 1/{n + 1} = {1 / (n + 1):.3g}; "
-        f"fit on at least {need} normal series, score fewer series at a time, or leave out "
-        "--fdr (flags by p-value <= contamination)",
-        UserWarning,
-        stacklevel=2,
-    )
 
 
 def _explanation_columns(det, data, names) -> dict:

@@ -355,17 +355,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         """
         if fdr is None:
             return np.where(self.decision_function(X) >= 0, 1, -1)
-        from ._calibration import benjamini_hochberg, check_fdr
-
-        q = check_fdr(fdr, name="fdr")  # before any scoring
-        flagged = benjamini_hochberg(self.p_values(X), q)
-        if not flagged.any():  # say so when BH could not have flagged a lone series
-            from ._calibration import fdr_shortfall
-
-            why = fdr_shortfall(self.calibration_scores_.size, q, flagged.size)
-            if why is not None:
-                warnings.warn(why, UserWarning, stacklevel=2)
-        return np.where(flagged, -1, 1)
+        return np.where(self._assess(X, fdr)[2], -1, 1)  # fdr checked before any scoring
 
     def p_values(self, X) -> np.ndarray:
         r"""Conformal p-values :math:`(1 + \#\{c_i \ge s(x)\}) / (n + 1)`, array (n,): small =
@@ -391,14 +381,23 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def _outcome(self, novelty: np.ndarray, fdr: float | None = None):
         """``(p, flagged)`` of series whose novelty (``-score_samples``) is already known, by
         ``predict``'s rules: ``fdr=None``, ``decision_function < 0``; else Benjamini-Hochberg
-        at ``fdr`` over these series."""
+        at ``fdr`` over these series, with ``predict``'s warning when it flagged nothing because
+        it could not flag a lone series (:func:`~novelty.detector._calibration.fdr_shortfall`)."""
         novelty = np.asarray(novelty, dtype=np.float64)
         p = self._p_values_of(novelty)
         if fdr is None:
             return p, self._decision(-novelty) < 0
         from ._calibration import benjamini_hochberg, check_fdr
 
-        return p, benjamini_hochberg(p, check_fdr(fdr, name="fdr"))
+        q = check_fdr(fdr, name="fdr")
+        flagged = benjamini_hochberg(p, q)
+        if not flagged.any():  # say so when BH could not have flagged a lone series
+            from ._calibration import fdr_shortfall
+
+            why = fdr_shortfall(self.calibration_scores_.size, q, flagged.size)
+            if why is not None:
+                warnings.warn(why, UserWarning, stacklevel=4)  # predict's or _assess's caller
+        return p, flagged
 
     def update(self, X_new, refit: bool = False) -> KernelNoveltyDetector:
         """Add confirmed-normal series ``X_new`` (read as ``fit`` reads X) to the corpus;
