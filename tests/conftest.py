@@ -5,7 +5,15 @@ A test is marked `gpu` explicitly, or implicitly when one of its parameters is a
 name (``@pytest.mark.parametrize("device", ["cpu", "cuda"])`` gives ``test_x[cuda]`` the
 marker). ``pytest -m gpu`` runs them (``make gpu-check``). ``TSKERNELS_GPU_TESTS_DEVICE=cpu``
 runs the explicitly marked ones on the CPU instead (a dry run of their code, through the
-``gpu_device`` fixture), the others still skipped."""
+``gpu_device`` fixture), the others still skipped.
+
+Threads: the suite is thousands of tiny workloads, where a pool of several threads only waits
+at its barriers (OpenMP threads spin there) and, on a shared 2-core machine, steals the cores
+of the other process; the test process therefore runs torch and numba on one thread by
+default (``TSKERNELS_TEST_THREADS``, default 1; 0 leaves the libraries' defaults). The tests of
+``n_jobs`` and of the thread settings set their thread counts themselves (``n_jobs=-1`` runs
+every kernel's parallel path on all cores against the default), and ``OMP_NUM_THREADS`` is
+only defaulted, never overridden."""
 
 from __future__ import annotations
 
@@ -19,6 +27,21 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run slow tests")
+
+
+#: Threads per pool in the test process (see the module docstring); "0": library defaults.
+TEST_THREADS = int(os.environ.get("TSKERNELS_TEST_THREADS", "1"))
+if TEST_THREADS > 0:  # before torch is imported: its pool size is read at start-up
+    os.environ.setdefault("OMP_NUM_THREADS", str(TEST_THREADS))
+
+
+def pytest_configure(config):
+    if TEST_THREADS > 0:
+        import numba
+        import torch
+
+        torch.set_num_threads(TEST_THREADS)
+        numba.set_num_threads(min(TEST_THREADS, numba.config.NUMBA_NUM_THREADS))
 
 
 #: "cpu": run the explicitly `gpu`-marked tests on the CPU (a dry run); unset: on "cuda".
