@@ -59,7 +59,8 @@ def test_dry_run_writes_a_complete_report(dry_run):
     assert len(peers) == 3 and all(g["rel_diff_to_pysiglib"] < 1e-10 for g in peers)
     det = report["sections"]["detector"]
     assert det["ok"] and det["same_flags"] and det["max_abs_score_diff"] == 0.0
-    assert [m["kernel_device"] for m in det["members"]] == ["cpu", "cpu"]
+    devices = [m["kernel_device"] for m in det["members"]]
+    assert devices and set(devices) == {"cpu"}  # every member of the default recipe
     assert report["environment"]["torch"] == torch.__version__
 
 
