@@ -86,3 +86,39 @@ def test_other_files_are_not_window_models(tmp_path, bad):
     assert not is_window_model(p)
     with pytest.raises(ValueError, match="not a window model"):
         WindowNoveltyDetector.load(p)
+
+
+def test_window_outputs_are_reserved_neutralised_and_follow_the_umask(tmp_path, capsys):
+    """The recording command line writes through the same Output as the series one: a lock
+    refuses a second writer, a formula-like channel name is neutralised in the CSV, and the
+    file gets the umask's permissions."""
+    import os
+    import socket
+    import stat
+
+    normal, new = _recording(600, 0), _recording(300, 1)
+    normal = normal.rename(columns={"b": "=HYPERLINK(1)"})
+    new = new.rename(columns={"b": "=HYPERLINK(1)"})
+    new.loc[100:140, "=HYPERLINK(1)"] = 3.0
+    normal.to_csv(tmp_path / "normal.csv", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    model, out = tmp_path / "m.model", tmp_path / "steps.csv"
+    held = f"{os.getppid()} {socket.gethostname()}\n"  # a live process holds the lock
+    (tmp_path / ".m.model.lock").write_text(held)
+    assert main(["fit", str(tmp_path / "normal.csv"), "--window", "20", "--model", str(model),
+                 "--quiet"]) == 2  # fmt: skip
+    assert "being written by another" in capsys.readouterr().err and not model.exists()
+    (tmp_path / ".m.model.lock").unlink()
+    before = os.umask(0o027)
+    try:
+        assert main(["fit", str(tmp_path / "normal.csv"), "--window", "20", "--model",
+                     str(model), "--quiet"]) == 0  # fmt: skip
+        assert main(["score", str(tmp_path / "new.csv"), "--model", str(model), "--out",
+                     str(out), "--explain", "--quiet"]) == 0  # fmt: skip
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    assert stat.S_IMODE(model.stat().st_mode) == 0o640
+    channels = set(pd.read_csv(out)["channel"])
+    assert "'=HYPERLINK(1)" in channels and "=HYPERLINK(1)" not in channels
+    assert not list(tmp_path.glob(".*.lock"))

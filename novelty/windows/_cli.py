@@ -21,9 +21,11 @@ refused. Errors are ValueErrors: the command line prints them as one line, exit 
 
 from __future__ import annotations
 
-import os
+import contextlib
 import sys
 from pathlib import Path
+
+from ..adapters._outputs import Output, write_frame
 
 __all__ = ["is_window_model", "run"]
 
@@ -69,15 +71,6 @@ def _window(text: str):
     return w
 
 
-def _check_out(path: Path, force: bool, what: str) -> None:
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder, not a file")
-    if not path.parent.is_dir():
-        raise ValueError(f"{path.parent}: no such folder for the {what}")
-    if path.exists() and not force:
-        raise ValueError(f"{path} exists: pass --force to overwrite the {what}")
-
-
 def _progress(args) -> bool:
     return sys.stderr.isatty() if args.progress is None else bool(args.progress)
 
@@ -90,24 +83,21 @@ def _fit(args) -> int:
     window = _window(args.window)
     if not 0 < args.contamination <= 0.5:
         raise ValueError(f"--contamination must lie in (0, 0.5], got {args.contamination}")
-    model = Path(args.model)
-    _check_out(model, args.force, "model")
-    data = _read(args, channels=args.channels)
-    recs = [data.X[i] for i in range(len(data))]
-    t0 = time.perf_counter()
-    det = WindowNoveltyDetector(
-        window=window, contamination=args.contamination, verbose=_progress(args)
-    ).fit(recs)
-    det.channel_names_ = list(data.channels)
-    grid = data.grid.to_dict() if data.grid is not None else None
-    if model.exists() and not args.force:
-        raise ValueError(f"{model} appeared while fitting: pass --force to overwrite it")
-    det.save(model, extra={"grid": grid})
+    with Output(args.model, args.force, "model") as model:
+        data = _read(args, channels=args.channels)
+        recs = [data.X[i] for i in range(len(data))]
+        t0 = time.perf_counter()
+        det = WindowNoveltyDetector(
+            window=window, contamination=args.contamination, verbose=_progress(args)
+        ).fit(recs)
+        det.channel_names_ = list(data.channels)
+        grid = data.grid.to_dict() if data.grid is not None else None
+        model.write(lambda tmp: det.save(tmp, extra={"grid": grid}))
     steps = sum(len(r) for r in recs)
     print(
         f"fitted on {len(recs)} recording(s), {steps} steps, {det.n_channels_} channel(s) "
         f"({', '.join(det.channel_names_)}), window {det.window_} in "
-        f"{time.perf_counter() - t0:.1f} s; saved {model}"
+        f"{time.perf_counter() - t0:.1f} s; saved {model.path}"
     )
     return 0
 
@@ -124,45 +114,36 @@ def _score(args) -> int:
             "contamination (leave --fdr out)"
         )
     to_stdout = args.out == "-"
-    out = Path(args.out)
-    if not to_stdout:
-        _check_out(out, args.force, "output")
-    from ._detector import WindowNoveltyDetector
+    out = None if to_stdout else Output(args.out, args.force, "output file")
+    with out or contextlib.nullcontext():
+        from ._detector import WindowNoveltyDetector
 
-    det, extra = load_window_model(args.model, WindowNoveltyDetector)
-    det.set_params(verbose=_progress(args))
-    data = _read(args, channels=det.channel_names_, grid=extra.get("grid"))
-    if len(data) != 1:
-        raise ValueError(
-            f"{args.data} holds {len(data)} recordings (ids {', '.join(data.ids[:3])}"
-            f"{', ...' if len(data) > 3 else ''}): score one recording per file"
+        det, extra = load_window_model(args.model, WindowNoveltyDetector)
+        det.set_params(verbose=_progress(args))
+        data = _read(args, channels=det.channel_names_, grid=extra.get("grid"))
+        if len(data) != 1:
+            raise ValueError(
+                f"{args.data} holds {len(data)} recordings (ids {', '.join(data.ids[:3])}"
+                f"{', ...' if len(data) > 3 else ''}): score one recording per file"
+            )
+        x = data.X[0]
+        ex = det.explain(x)
+        times = data.time_values(0) if data.grid is not None else np.arange(len(x))
+        df = pd.DataFrame(
+            {
+                "time": times,
+                "novelty": ex.novelty,
+                "p_value": ex.p_values,
+                "flagged": ex.flagged.astype(int),
+            }
         )
-    x = data.X[0]
-    ex = det.explain(x)
-    times = data.time_values(0) if data.grid is not None else np.arange(len(x))
-    df = pd.DataFrame(
-        {
-            "time": times,
-            "novelty": ex.novelty,
-            "p_value": ex.p_values,
-            "flagged": ex.flagged.astype(int),
-        }
-    )
-    if args.explain:
-        df["channel"] = ex.channel
-    if to_stdout:
-        df.to_csv(sys.stdout, index=False)
-    else:
-        tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
-        try:
-            df.to_csv(tmp, index=False)
-            os.replace(tmp, out)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        if args.explain:
+            df["channel"] = ex.channel
+        write_frame(df, out, sys.stdout)
+    wrote = "" if to_stdout else f"; wrote {out.path}"
     print(
         f"scored {len(x)} steps: {int(ex.flagged.sum())} flagged (contamination="
-        f"{det.contamination}, window {det.window_})" + ("" if to_stdout else f"; wrote {out}"),
+        f"{det.contamination}, window {det.window_}){wrote}",
         file=sys.stderr if to_stdout else sys.stdout,
     )
     return 0
