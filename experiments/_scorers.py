@@ -154,9 +154,9 @@ def _sse(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarray]:
 def _sosrep(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarray]:
     (name,) = names  # one SOSREP scorer
     with warnings.catch_warnings():
-        # a Gram with negative entries (e.g. the normalised linear kernel) only warns; the
-        # solver then either converges or raises, and a fit that did not converge is recorded
-        # as this candidate's failure instead of being scored
+        # a Gram with negative entries (e.g. the normalised linear kernel) only warns, and the
+        # solver fits with signs free (same fixed point); a fit that did not converge is
+        # recorded as this candidate's failure instead of being scored
         warnings.filterwarnings("ignore", message="the corpus Gram has negative entries")
         warnings.filterwarnings("ignore", message="SOSREP did not converge")
         scorer = _registry()[name](seed=config["seed"]).fit(Kcc)
