@@ -269,6 +269,51 @@ def test_a_listed_class_cannot_be_changed_or_called(tmp_path):
     assert not hasattr(tk.RBF, "injected")
 
 
+def _long(n: int) -> bytes:
+    raw = n.to_bytes(8, "little")
+    return pickle.LONG1 + bytes([len(raw)]) + raw
+
+
+def _global(module: str, name: str) -> bytes:
+    return _text(module) + _text(name) + pickle.STACK_GLOBAL
+
+
+@pytest.mark.parametrize(
+    "stream, refusal",
+    [
+        # bytearray(n): n zero bytes from a file of about 150 bytes
+        (_global("builtins", "bytearray") + _long(10**7) + pickle.TUPLE1 + pickle.REDUCE,
+         "names builtins.bytearray"),
+        # set(range(n)): n items built from a file of about 160 bytes
+        (_global("builtins", "set") + _global("builtins", "range") + _long(10**7)
+         + pickle.TUPLE1 + pickle.REDUCE + pickle.TUPLE1 + pickle.REDUCE, "names builtins.set"),
+        # numpy.float64(range(n)): an array of n floats
+        (_global("numpy", "float64") + _global("builtins", "range") + _long(10**7)
+         + pickle.TUPLE1 + pickle.REDUCE + pickle.TUPLE1 + pickle.REDUCE,
+         "a range of 10000000 items"),
+        # a lazy range as a stored value: whoever reads it later materialises n items
+        (_global("builtins", "range") + _long(10**12) + pickle.TUPLE1 + pickle.REDUCE,
+         "a range of 1000000000000 items"),
+    ],
+)  # fmt: skip
+def test_a_small_file_cannot_make_the_loader_build_more_than_it_holds(stream, refusal, tmp_path):
+    """Nothing a file builds holds more items than the file has bytes: the builtins a
+    protocol-5 stream never names (bytearray, set, frozenset: it writes them with their own
+    opcodes) are refused, and a range longer than the file is refused before anything
+    consumes it."""
+    path = tmp_path / "bomb.model"
+    path.write_bytes(_container(pickle.PROTO + b"\x04" + stream + pickle.STOP))
+    assert path.stat().st_size < 300
+    with pytest.raises(ValueError, match=refusal):
+        KernelNoveltyDetector.load(path)
+
+
+def test_sets_frozensets_bytearrays_and_short_ranges_still_round_trip():
+    state = {"s": {1, 2}, "f": frozenset({3}), "b": bytearray(b"xy"), "r": range(2, 9, 3)}
+    out = persistence._Unpickler(io.BytesIO(persistence._dumps(state))).load()
+    assert out == state and type(out["f"]) is frozenset and type(out["b"]) is bytearray
+
+
 def test_items_go_into_lists_dicts_and_sets_only(tmp_path):
     """SETITEM on a rebuilt tensor (which has ``__setitem__``) is refused: a stream adds items
     to containers, it never calls another object's methods."""

@@ -82,6 +82,7 @@ The file is written atomically: to a temporary file in the same folder, then
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import io
@@ -189,7 +190,9 @@ SAFE_GLOBALS: frozenset[tuple[str, str]] = frozenset(
         *_names("sklearn.preprocessing._data", "StandardScaler"),
         *_names("sklearn.svm._classes", "OneClassSVM"),
         # plain types
-        *_names("builtins", "slice", "set", "frozenset", "complex", "bytearray", "range"),
+        # (protocol 5 writes sets, frozensets and bytearrays with their own opcodes: their
+        # classes are not listed, so a file cannot call set(range(n)) or bytearray(n))
+        *_names("builtins", "slice", "complex", "range"),
         *_names("collections", "OrderedDict"),
         *_names("numpy", "float64", "float32", "int64", "int32", "bool_"),
         *_names("torch", "device", *_TORCH_DTYPES),
@@ -435,6 +438,10 @@ class _Unpickler(pickle._Unpickler):
         self._trusted = frozenset(trusted)
         self._allowed: dict[int, object] = {}  # id -> what find_class gave
         self._objects: dict[int, object] = {}  # persistent-id index -> object
+        # a range (lazy) may not stand for more items than the stream has bytes: nothing a
+        # file builds, or a caller later materialises from it, outgrows the file
+        size = file.getbuffer().nbytes if isinstance(file, io.BytesIO) else 0
+        self._range = functools.partial(_bounded_range, max(size, 1024))
 
     def find_class(self, module, name):
         if not (isinstance(module, str) and isinstance(name, str)):
@@ -442,6 +449,8 @@ class _Unpickler(pickle._Unpickler):
         if (module, name) not in SAFE_GLOBALS and f"{module}.{name}" not in self._trusted:
             raise DisallowedGlobal(f"{module}.{name}")
         obj = super().find_class(module, name)
+        if obj is range:
+            obj = self._range
         self._allowed[id(obj)] = obj
         return obj
 
@@ -518,6 +527,16 @@ class _Unpickler(pickle._Unpickler):
     dispatch[pickle.SETITEM[0]] = load_setitem
     dispatch[pickle.SETITEMS[0]] = load_setitems
     dispatch[pickle.ADDITEMS[0]] = load_additems
+
+
+def _bounded_range(limit: int, *args) -> range:
+    r = range(*args)
+    if len(r) > limit:
+        raise pickle.UnpicklingError(
+            f"a range of {len(r)} items in a stream of {limit} bytes (a file may not describe "
+            "more items than it holds)"
+        )
+    return r
 
 
 class _Placeholder:
