@@ -64,11 +64,29 @@ def save_window_model(det, path, extra: dict | None = None) -> Path:
 
 
 def load_window_model(path, cls):
-    """The detector saved at ``path`` and its ``extra`` dict; ValueError for another file."""
-    from ._engine import Reference
-
+    """The detector saved at ``path`` and its ``extra`` dict; ValueError for another file, a
+    damaged one (a missing entry or parameter) or one with a compressed member."""
     if not is_window_model(path):
         raise ValueError(f"{path} is not a window model (saved by WindowNoveltyDetector.save)")
+    with zipfile.ZipFile(path) as z:  # np.savez stores: a compressed member could inflate
+        packed = [i.filename for i in z.infolist() if i.compress_type != zipfile.ZIP_STORED]
+    if packed:
+        raise ValueError(
+            f"{path}: member {packed[0]} is compressed, which WindowNoveltyDetector.save never "
+            "writes (it could inflate far beyond the file): not loaded"
+        )
+    try:
+        return _load(path, cls)
+    except (KeyError, TypeError, IndexError, AttributeError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(
+            f"window model {path} is damaged or was not written by WindowNoveltyDetector.save "
+            f"({type(e).__name__}: {e})".replace("\n", " ")
+        ) from e
+
+
+def _load(path, cls):
+    from ._engine import Reference
+
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(str(z["window_meta"]))
         if meta.get("format") != FORMAT:
