@@ -452,6 +452,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         from ._engine import Reference
 
         recs, names = _read(X_normal, self.missing, many=True, name="X_normal")
+        if names is not None and self._from_frame:
+            recs = [_aligned(r, names, self.channel_names_, "X_normal") for r in recs]
         z = []
         for r in recs:
             if r.shape[1] != self.n_channels_:
@@ -630,6 +632,16 @@ def _one(x, missing: str, name: str):
     return a, names
 
 
+def _aligned(a: np.ndarray, names, wanted: list, name: str) -> np.ndarray:
+    """``a``'s columns in the order of the channel names ``wanted`` (an array without names
+    is taken as it is); ValueError when its names are other channels."""
+    if names is None or names == wanted:
+        return a
+    if sorted(names) != sorted(wanted):
+        raise ValueError(f"`{name}` has channels {names}, expected {wanted}")
+    return a[:, [names.index(c) for c in wanted]]
+
+
 def _read(X, missing: str, many: bool, name: str):
     """A list of (T, d) recordings and the channel names (or None)."""
     if isinstance(X, (list, tuple)):
@@ -639,7 +651,9 @@ def _read(X, missing: str, many: bool, name: str):
             raise ValueError(f"`{name}` is an empty list of recordings")
         out = [_one(x, missing, f"{name}[{i}]") for i, x in enumerate(X)]
         names = out[0][1]
-        return [a for a, _ in out], names
+        recs = [a if names is None else _aligned(a, n, names, f"{name}[{i}]")
+                for i, (a, n) in enumerate(out)]  # fmt: skip
+        return recs, names
     if not hasattr(X, "columns") and np.ndim(X) == 3:
         if not many:
             raise ValueError(f"`{name}` is 3-D {np.shape(X)}: score one recording (T, d) at a "
