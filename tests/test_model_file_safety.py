@@ -703,3 +703,35 @@ def test_the_package_reads_arrays_without_pickle():
             if re.search(r"(pickle|joblib)\.loads?\(", text) and rel not in own_pickles:
                 problems.append(f"{rel}: pickle/joblib load")
     assert problems == []
+
+
+def _rocket_kernels(det):
+    """The fitted RandomConvolutionKernels of a detector's members."""
+    found = []
+    for m in det.members_:
+        for obj in vars(m).values():
+            kernel = getattr(obj, "kernel", obj)
+            if isinstance(kernel, tk.RandomConvolutionKernel) and kernel._is_fitted():
+                found.append(kernel)
+    return found
+
+
+@pytest.mark.parametrize("position", [1, 2])
+def test_a_transform_whose_arrays_no_fit_gives_is_refused(position, corpus, tmp_path):
+    """A checksum-valid file whose MiniRocket channel indices (or dilations) point outside the
+    series: sktime's compiled transform would index with them unchecked (a crash or worse),
+    so the loader refuses them, naming the transform."""
+    det = _quiet_fit(
+        KernelNoveltyDetector(tk.RandomConvolutionKernel(seed=0), scorer="knn"), corpus
+    )
+    (kernel,) = _rocket_kernels(det)
+    good = tmp_path / "good.model"
+    det.save(good)
+    assert _rocket_kernels(KernelNoveltyDetector.load(good))  # a real fit loads
+    params = list(kernel.transformer_.parameters)
+    params[position] = params[position] + np.int32(10**8)
+    kernel.transformer_.parameters = tuple(params)
+    bad = tmp_path / "bad.model"
+    det.save(bad)
+    with pytest.raises(ValueError, match="MiniRocketMultivariate.parameters is not a fitted"):
+        KernelNoveltyDetector.load(bad)

@@ -90,6 +90,48 @@ def _writeable_parameters(transformer) -> None:
             )
 
 
+def check_transform_parameters(transformer, n_channels: int, length: int | None) -> None:
+    """Refuse a fitted sktime MiniRocket / MultiRocket whose parameter arrays could not come
+    from a fit on ``n_channels`` channels (and series of ``length`` steps, None: unequal):
+    sktime's compiled transforms index with them unchecked, so a crafted model file could
+    otherwise read or write out of bounds. Each tuple is ``(channels per kernel, channel
+    indices, dilations, features per dilation, biases)`` with ``84`` kernels per dilation:
+    ``len(channels per kernel) = 84 * len(dilations)``, ``sum(channels per kernel) =
+    len(channel indices)``, indices in ``[0, n_channels)``, ``1 <= dilation <= max(1, (L -
+    1) // 8)`` (sktime's largest; ``L = max(length, 9)``, 2**20 for unequal lengths), and
+    ``len(biases) = 84 * sum(features per dilation)``, all finite. ValueError otherwise."""
+    names = [n for n in ("parameters", "parameter", "parameter1") if hasattr(transformer, n)]
+    if not names:
+        raise ValueError(f"a {type(transformer).__name__} without its fitted parameters")
+    top = max(1, (max(int(length), 9) - 1) // 8) if length is not None else 2**20
+    for name in names:
+        params = getattr(transformer, name)
+        bad = f"{type(transformer).__name__}.{name} is not a fitted transform's"
+        if not isinstance(params, tuple) or len(params) != 5:
+            raise ValueError(f"{bad} (5 arrays expected)")
+        if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in params):
+            raise ValueError(f"{bad} (1-D arrays expected)")
+        per_kernel, indices, dilations, per_dilation, biases = params
+        if any(a.dtype.kind not in "iu" for a in params[:4]) or biases.dtype.kind != "f":
+            raise ValueError(f"{bad} (integer arrays and float biases expected)")
+        checks = (
+            dilations.size >= 1 and per_dilation.size == dilations.size,
+            per_kernel.size == 84 * dilations.size,
+            bool(np.all(per_kernel >= 1)) and bool(np.all(per_kernel <= n_channels)),
+            int(per_kernel.sum()) == indices.size,
+            bool(np.all(indices >= 0)) and bool(np.all(indices < n_channels)),
+            bool(np.all(dilations >= 1)) and bool(np.all(dilations <= top)),
+            bool(np.all(per_dilation >= 0)),
+            biases.size == 84 * int(per_dilation.sum()),
+            bool(np.isfinite(biases).all()),
+        )
+        if not all(checks):
+            raise ValueError(
+                f"{bad}: its arrays do not fit {n_channels} channel(s) and "
+                f"{'unequal lengths' if length is None else f'{length} steps'}"
+            )
+
+
 class RandomConvolutionKernel(Kernel):
     r"""Kernel on random-convolution features: MiniRocket or MultiRocket (from sktime),
     power-transformed on the corpus, then a static kernel.
@@ -218,6 +260,14 @@ class RandomConvolutionKernel(Kernel):
 
     def _is_fitted(self) -> bool:
         return "transformer_" in self.__dict__
+
+    def _check_loaded_state(self) -> None:
+        """Called by the model-file loader once this kernel's state is read: the transform's
+        parameter arrays must be a fit's (:func:`check_transform_parameters`)."""
+        if self._is_fitted():
+            check_transform_parameters(
+                self.transformer_, int(self.n_channels_), self.series_length_
+            )
 
     def _check_fitted(self) -> None:
         if not self._is_fitted():

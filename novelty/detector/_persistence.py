@@ -490,6 +490,9 @@ class _Unpickler(pickle._Unpickler):
                 f"the stream sets the state of a {type(inst).__name__}, not of a listed class"
             )
         pickle._Unpickler.load_build(self)
+        check = getattr(type(inst), "_check_loaded_state", None)
+        if check is not None:  # a class that validates what native code will index with
+            check(inst)
 
     def load_append(self):
         self._check_container(self.stack[-2], list)
