@@ -103,6 +103,15 @@ def test_a_step_that_leaves_most_of_a_series_empty_is_refused(tmp_path):
         read_series(p)
 
 
+def test_two_rows_on_the_same_grid_time_are_refused_not_dropped(tmp_path):
+    """Times 2 and 2.0000000001 are distinct rows but one grid time (within the grid's
+    tolerance): placing both there would drop one silently, so the series is refused."""
+    X = _series(1, T=5, seed=5)
+    p = _write(tmp_path / "x.csv", X, times=["0", "1", "2", "2.0000000001", "3"])
+    with pytest.raises(SeriesFileError, match=r"series 's0': two of its rows fall on the same"):
+        read_series(p)
+
+
 # ----------------------------------------------------------------- irregular sampling
 def test_off_grid_rows_are_resampled_linearly_with_a_warning(tmp_path):
     # a channel linear in time is reproduced exactly by linear resampling (the oracle)

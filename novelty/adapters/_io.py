@@ -875,6 +875,14 @@ def _on_grid(values, times, codes, bounds, grid, kind, names, opts, failures):
             k = np.rint(pos).astype(np.int64)
             on = np.abs(pos - k) <= _GRID_TOL
         name = names[i]
+        if on.all() and np.any(np.diff(k) == 0):  # two times within the tolerance of one
+            failures.setdefault(
+                i,
+                f"series {name!r}: two of its rows fall on the same grid time "
+                f"({grid.describe()}); check its time column",
+            )
+            series.append(values[a:b])
+            continue
         if on.all():
             L = int(k[-1]) + 1
             if 1 - (b - a) / L > _MAX_MISSING:
