@@ -352,6 +352,8 @@ def test_items_go_into_lists_dicts_and_sets_only(tmp_path):
         ("tensor", 0, "float64", (4,), None, "cpu", False, b"\x00" * 8),
         ("tensor", 0, "float64", (2, 2), (100, 1), "cpu", False, b"\x00" * 32),  # out of bounds
         ("tensor", 0, "qint8", (1,), None, "cpu", False, b"\x00"),
+        # stride 0: 8 bytes viewed as 10^12 elements (terabytes when copied)
+        ("tensor", 0, "float64", (10**6, 10**6), (0, 0), "cpu", False, b"\x00" * 8),
         ("scalar", 0, "|O", b"\x00" * 8),
         ("dtype", 0, "O"),
         ("ref", 7),

@@ -704,6 +704,8 @@ def _rebuild_tensor(name, size, stride, device, requires_grad, data):
     span = _count(size) if stride is None else _span(size, _ints(stride, "stride"))
     if stride is not None and len(stride) != len(size):
         raise pickle.UnpicklingError("bad tensor record (size and stride)")
+    if _count(size) > max(16 * span, 2**16):  # stride 0 on purpose: terabytes when copied
+        raise pickle.UnpicklingError(f"tensor view of {_count(size)} elements over {span}")
     itemsize = torch.empty((), dtype=dtype).element_size()
     if len(data) != span * itemsize:
         raise pickle.UnpicklingError(f"tensor of {span} {name} holds {len(data)} bytes")
