@@ -505,7 +505,7 @@ def test_one_channel_mismatch_message(fitted, tmp_path, capsys):
 def test_umask_is_read_without_changing_it():
     before = os.umask(0o027)
     try:
-        assert _outputs._umask() == 0o027
+        assert _outputs._umask() == 0o027  # read by novelty._files.umask
         assert os.umask(0o027) == 0o027  # unchanged by the read
     finally:
         os.umask(before)

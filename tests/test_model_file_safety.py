@@ -737,3 +737,20 @@ def test_a_transform_whose_arrays_no_fit_gives_is_refused(position, corpus, tmp_
     det.save(bad)
     with pytest.raises(ValueError, match="MiniRocketMultivariate.parameters is not a fitted"):
         KernelNoveltyDetector.load(bad)
+
+
+def test_save_follows_the_umask(small, tmp_path):
+    """``det.save`` writes through a temporary file (mkstemp: 0600) but the model gets what
+    ``open`` would give under the umask, as the command line's outputs do."""
+    import os
+    import stat
+
+    before = os.umask(0o022)
+    try:
+        small.save(tmp_path / "a.model")
+        os.umask(0o077)
+        small.save(tmp_path / "b.model")
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE((tmp_path / "a.model").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "b.model").stat().st_mode) == 0o600

@@ -17,6 +17,8 @@ import secrets
 import socket
 from pathlib import Path
 
+from .._files import umask as _umask
+
 __all__ = ["PROG", "CLIError", "Output", "neutralise_formula", "write_csv", "write_frame"]
 
 PROG = "tskernels-detect"
@@ -140,17 +142,6 @@ def _stale(lock: Path) -> bool:
     except OSError:  # another user's live process
         return False
     return False
-
-
-def _umask() -> int:
-    """The process's umask: read from ``/proc`` where Linux shows it, else set and restored."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _link_new(tmp: Path, path: Path) -> bool:

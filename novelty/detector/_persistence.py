@@ -101,6 +101,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._files import umask
+
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
@@ -398,6 +400,7 @@ def _write_atomically(path: Path, parts: list[bytes]) -> None:
                 _write(f, part)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp's 0600 -> what open() would give
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -9,6 +9,7 @@ fit/score --window``).
 
 May import: ``novelty.detector._calibration`` and ``novelty.detector._progress`` (conformal
 p-values, progress bars), the input boundary ``novelty._missing`` and the parameter dialect
-``novelty._constraints``; never ``novelty.adapters`` or ``experiments``. The public name is
-exported by :mod:`novelty` itself.
+``novelty._constraints``; the command line ``_cli`` alone also imports the file boundary
+(``novelty.adapters._io`` to read, ``novelty.adapters._outputs`` to write); never
+``experiments``. The public name is exported by :mod:`novelty` itself.
 """
