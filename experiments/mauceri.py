@@ -52,12 +52,13 @@ import shlex
 import subprocess
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .peers import RocketRecipe
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_REFERENCE = REPO.parent / "shared" / "data" / "mauceri2020_oneclass_1nn.csv"
@@ -209,46 +210,6 @@ class Euclidean1NN:
                 f"test series have {X.shape[1]} values, the corpus's {self.corpus_.shape[1]}"
             )
         return -cdist(X, self.corpus_).min(axis=1)
-
-
-class RocketRecipe:
-    """ROCKAD's recipe: MiniRocket features (sktime's ``MiniRocketMultivariate``, 10,000
-    kernels, ``random_state``) of the corpus, standardised with the corpus's mean and
-    standard deviation; normality = minus the mean Euclidean distance to the ``min(k, N)``
-    nearest corpus series in that space. X: (n, T, d) array."""
-
-    def __init__(self, random_state: int = 0, n_neighbors: int = 5, num_kernels: int = 10_000):
-        self.random_state = random_state
-        self.n_neighbors = n_neighbors
-        self.num_kernels = num_kernels
-
-    def _features(self, X) -> np.ndarray:
-        Xt = np.ascontiguousarray(np.asarray(X, dtype=np.float64).transpose(0, 2, 1))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return np.asarray(self.rocket_.transform(Xt), dtype=np.float64)
-
-    def fit(self, X):
-        from sklearn.neighbors import NearestNeighbors
-        from sklearn.preprocessing import StandardScaler
-        from sktime.transformations.panel.rocket import MiniRocketMultivariate
-
-        self.rocket_ = MiniRocketMultivariate(
-            num_kernels=self.num_kernels, random_state=self.random_state, n_jobs=1
-        )
-        Xt = np.ascontiguousarray(np.asarray(X, dtype=np.float64).transpose(0, 2, 1))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self.rocket_.fit(Xt)
-        F = self._features(X)
-        self.scaler_ = StandardScaler().fit(F)
-        k = min(self.n_neighbors, len(F))
-        self.nn_ = NearestNeighbors(n_neighbors=k).fit(self.scaler_.transform(F))
-        return self
-
-    def score_samples(self, X) -> np.ndarray:
-        dist, _ = self.nn_.kneighbors(self.scaler_.transform(self._features(X)))
-        return -dist.mean(axis=1)
 
 
 def _euclid():

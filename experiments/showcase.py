@@ -30,33 +30,23 @@ __all__ = ["conformal_flags", "rockad_recipe", "showcase", "format_table", "main
 
 
 def rockad_recipe(train: np.ndarray, test: np.ndarray, seed: int = 0, k: int = 5):
-    """ROCKAD's recipe on (n, T, d) arrays: (test novelty, leave-one-out corpus novelty).
+    """ROCKAD's recipe on (n, T, d) arrays (:class:`experiments.peers.RocketRecipe`): (test
+    novelty, leave-one-out corpus novelty). MiniRocket (10,000 features) fitted on ``train``,
+    features standardised by the corpus' mean and standard deviation, novelty of a test series
+    = mean distance to its ``min(k, n)`` nearest corpus series; of a corpus series = mean
+    distance to its ``min(k, n - 1)`` nearest *other* corpus series (its held-out score)."""
+    from .peers import RocketRecipe
 
-    MiniRocket (``MiniRocketMultivariate``, 10,000 features) fitted on ``train``, features
-    standardised by the corpus' mean and standard deviation, novelty of a test series = mean
-    distance to its ``min(k, n)`` nearest corpus series; of a corpus series = mean distance to
-    its ``min(k, n - 1)`` nearest *other* corpus series (its held-out score)."""
-    from sklearn.neighbors import NearestNeighbors
-    from sklearn.preprocessing import StandardScaler
-    from sktime.transformations.panel.rocket import MiniRocketMultivariate
-
-    rocket = MiniRocketMultivariate(random_state=seed, n_jobs=1)
-    F = np.asarray(rocket.fit_transform(np.ascontiguousarray(train.transpose(0, 2, 1))), float)
-    G = np.asarray(rocket.transform(np.ascontiguousarray(test.transpose(0, 2, 1))), float)
-    scaler = StandardScaler().fit(F)
-    F, G = scaler.transform(F), scaler.transform(G)
-    n = len(F)
-    dist, _ = NearestNeighbors(n_neighbors=min(k, n)).fit(F).kneighbors(G)
-    loo, _ = NearestNeighbors(n_neighbors=min(k, n - 1) + 1).fit(F).kneighbors(F)
-    return dist.mean(axis=1), loo[:, 1:].mean(axis=1)  # loo[:, 0] is the series itself
+    recipe = RocketRecipe(random_state=seed, n_neighbors=k).fit(train)
+    return -recipe.score_samples(test), recipe.held_out_novelty()
 
 
 def conformal_flags(novelty: np.ndarray, calibration: np.ndarray, level: float) -> np.ndarray:
-    """Flag where the conformal p-value (1 + #{calibration >= s}) / (n + 1) is <= ``level``."""
-    cal = np.asarray(calibration, dtype=float)
-    s = np.asarray(novelty, dtype=float)
-    p = (1 + (cal[None, :] >= s[:, None]).sum(axis=1)) / (len(cal) + 1)
-    return p <= level
+    """Flag where the conformal p-value (1 + #{calibration >= s}) / (n + 1) is <= ``level``
+    (the detector's own :func:`novelty.detector._calibration.conformal_p_values`)."""
+    from novelty.detector._calibration import conformal_p_values
+
+    return conformal_p_values(calibration, novelty) <= level
 
 
 def _basic_motions():
