@@ -58,6 +58,8 @@ from pathlib import Path
 
 import numpy as np
 
+from novelty._missing import resample_linear
+
 from .peers import RocketRecipe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,17 +153,6 @@ def load_dataset(name: str, data_dir=DEFAULT_DATA):
 # -- the peers' input ------------------------------------------------------------------------
 def _lengths(X) -> list[int]:
     return [X.shape[1]] * len(X) if isinstance(X, np.ndarray) else [len(x) for x in X]
-
-
-def resample_linear(x: np.ndarray, length: int) -> np.ndarray:
-    """One series (T, d) resampled linearly to ``length`` steps on [0, 1] (both ends kept)."""
-    x = np.asarray(x, dtype=np.float64)
-    if len(x) == length:
-        return x.copy()
-    if len(x) == 1:
-        return np.repeat(x, length, axis=0)
-    src, dst = np.linspace(0.0, 1.0, len(x)), np.linspace(0.0, 1.0, length)
-    return np.stack([np.interp(dst, src, x[:, j]) for j in range(x.shape[1])], axis=1)
 
 
 def peer_input(X, length: int) -> np.ndarray:

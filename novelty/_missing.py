@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MISSING_OPTIONS", "check_missing", "interpolate_missing"]
+__all__ = ["MISSING_OPTIONS", "check_missing", "interpolate_missing", "resample_linear"]
 
 #: The accepted values of the ``missing`` option.
 MISSING_OPTIONS = ("error", "interpolate")
@@ -74,3 +74,15 @@ def interpolate_missing(x, name: str = "X") -> np.ndarray:
         # np.interp holds the first / last observed value outside their range
         a[gaps, c] = np.interp(steps[gaps], steps[seen], a[seen, c])
     return a[:, 0] if univariate else a
+
+
+def resample_linear(x, length: int) -> np.ndarray:
+    """One series ``(T, d)`` resampled linearly to ``length`` steps on relative time [0, 1]
+    (both ends kept: step ``i`` of the result sits at ``i / (length - 1)``); a one-step series
+    is repeated. A new float64 array, also when ``T == length``."""
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) == length:
+        return x.copy()
+    src = np.linspace(0.0, 1.0, len(x)) if len(x) > 1 else np.zeros(1)
+    dst = np.linspace(0.0, 1.0, length) if length > 1 else np.zeros(1)
+    return np.stack([np.interp(dst, src, x[:, j]) for j in range(x.shape[1])], axis=1)

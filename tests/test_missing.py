@@ -313,3 +313,19 @@ def test_default_detector_fits_and_scores_series_with_gaps():
     scores = det.score_samples(Y)
     assert np.isfinite(scores).all()
     np.testing.assert_allclose(scores, det.score_samples(_by_hand(Y)), rtol=1e-10)
+
+
+def test_resample_linear_keeps_both_ends_and_is_exact_on_lines():
+    """The one linear resampling of the package: step i of the result at i / (length - 1);
+    a channel linear in time is reproduced exactly; a one-step series is repeated."""
+    from novelty._missing import resample_linear
+
+    t = np.linspace(0.0, 1.0, 7)
+    x = np.stack([3 * t + 1, -2 * t], axis=1)
+    y = resample_linear(x, 13)
+    s = np.linspace(0.0, 1.0, 13)
+    np.testing.assert_allclose(y, np.stack([3 * s + 1, -2 * s], axis=1), rtol=0, atol=1e-14)
+    assert y[0].tolist() == x[0].tolist() and y[-1].tolist() == x[-1].tolist()
+    same = resample_linear(x, 7)
+    assert same is not x and np.array_equal(same, x)
+    np.testing.assert_array_equal(resample_linear(x[:1], 4), np.repeat(x[:1], 4, axis=0))

@@ -68,6 +68,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from .._missing import resample_linear
+
 __all__ = ["Explanation", "explain", "plot_explanation", "occlusion_windows"]
 
 REFERENCES = ("nearest", "median")
@@ -367,7 +369,7 @@ class _References:
     def at(self, T: int) -> np.ndarray:
         """The corpus resampled to length T, (N, T, d) (cached per length)."""
         if T not in self._at:
-            self._at[T] = np.stack([_resample(c, T) for c in self.C])
+            self._at[T] = np.stack([resample_linear(c, T) for c in self.C])
         return self._at[T]
 
     def channel_values(self, reference: str, x: np.ndarray) -> np.ndarray:
@@ -402,15 +404,6 @@ class _References:
     def median(self, T: int) -> np.ndarray:
         """Per-step, per-channel median of the corpus at length T, (T, d)."""
         return np.median(self.at(T), axis=0)
-
-
-def _resample(c: np.ndarray, T: int) -> np.ndarray:
-    """(T_c, d) series linearly resampled to T steps on relative time [0, 1]."""
-    if len(c) == T:
-        return c
-    src = np.linspace(0.0, 1.0, len(c)) if len(c) > 1 else np.zeros(1)
-    grid = np.linspace(0.0, 1.0, T) if T > 1 else np.zeros(1)
-    return np.stack([np.interp(grid, src, c[:, j]) for j in range(c.shape[1])], axis=1)
 
 
 def _channel_copies(x, rc) -> list[np.ndarray]:
