@@ -754,3 +754,20 @@ def test_save_follows_the_umask(small, tmp_path):
         os.umask(before)
     assert stat.S_IMODE((tmp_path / "a.model").stat().st_mode) == 0o644
     assert stat.S_IMODE((tmp_path / "b.model").stat().st_mode) == 0o600
+
+
+def test_a_header_nested_past_the_stack_and_a_device_file_are_one_line_errors(tmp_path):
+    """A checksum-valid header of 100,000 nested lists (json raises RecursionError) and a
+    path that is not a regular file (``/dev/zero`` would be read until memory runs out) are
+    refused with ValueError, so the command line prints one line."""
+    raw = b"[" * 100_000 + b"]" * 100_000
+    body = struct.pack("<I", len(raw)) + raw + b"."
+    path = tmp_path / "deep.model"
+    path.write_bytes(persistence.MAGIC + hashlib.sha256(body).digest() + body)
+    with pytest.raises(ValueError, match="header: RecursionError"):
+        KernelNoveltyDetector.load(path)
+    with pytest.raises(ValueError, match="header: RecursionError"):
+        persistence.read_metadata(path)
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(ValueError, match="not a regular file"):
+            KernelNoveltyDetector.load("/dev/zero")

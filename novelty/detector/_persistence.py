@@ -90,6 +90,7 @@ import json
 import os
 import pickle
 import platform
+import stat
 import struct
 import sys
 import tempfile
@@ -761,6 +762,8 @@ def _rebuild_frame(columns, values, dtypes, index):
 
 def _read_bytes(path: Path) -> bytes:
     with open(path, "rb") as f:  # a missing file, a folder, no permission: their OSError
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # /dev/zero, a pipe: no end
+            raise ValueError(f"{str(path)!r} is not a regular file, so not a saved model")
         return f.read()
 
 
@@ -782,8 +785,8 @@ def _parse(data: bytes, path: Path, expected_name: str) -> tuple[dict, memoryvie
         raise ValueError(f"{bad} (header of {size} bytes in a body of {len(body)})")
     try:
         header = json.loads(bytes(body[4 : 4 + size]).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{bad} (header: {exc})") from exc
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested past the stack
+        raise ValueError(f"{bad} (header: {type(exc).__name__})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError(f"{bad} (no {FORMAT!r} format marker)")
     version = header.get("format_version")
