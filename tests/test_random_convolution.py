@@ -279,3 +279,16 @@ def test_registry_entries(corpus):
         K = spec.fitted_example(corpus).gram(corpus, normalize=True)
         torch.testing.assert_close(torch.diagonal(K), torch.ones(12, dtype=torch.float64))
     assert not reg["gak"].needs_fit
+
+
+def test_values_beyond_float32_are_an_overflow_error_at_fit_and_transform():
+    """sktime's MiniRocket casts to float32: values beyond 3.4e38 became inf biases and a
+    model that could not be loaded; both fit and features now refuse them by name."""
+    import tskernels as tk
+
+    X = np.random.default_rng(0).normal(size=(6, 30, 2))
+    with pytest.raises(ValueError, match=r"overflow: `X` holds values up to 1e\+40"):
+        tk.RandomConvolutionKernel(seed=0).fit(X * 1e40 / np.abs(X).max())
+    k = tk.RandomConvolutionKernel(seed=0).fit(X)
+    with pytest.raises(ValueError, match="overflow"):
+        k.features(X * 1e39)

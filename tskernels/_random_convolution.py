@@ -37,6 +37,9 @@ OTHER_LENGTHS = ("error", "native")
 _TAPS = 9
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _pad_short(x: np.ndarray, minimum: int) -> np.ndarray:
     """Series (T, d) extended to ``minimum`` time steps by repeating its last time point."""
     if x.shape[0] >= minimum:
@@ -356,6 +359,13 @@ class RandomConvolutionKernel(Kernel):
         extended by repeating their last time point."""
         minimum = MIN_LENGTH[self.transform]
         V = X.values.detach().cpu().numpy().astype(np.float64, copy=False)
+        top = float(np.nanmax(np.abs(V))) if V.size else 0.0
+        if top > _FLOAT32_MAX:  # sktime's transforms compute in float32: inf, then NaN
+            raise ValueError(
+                f"overflow: `{name}` holds values up to {top:.3g}, beyond float32's "
+                f"{_FLOAT32_MAX:.3g}, in which sktime's MiniRocket / MultiRocket compute; "
+                "rescale the series (or let the detector z-score them)"
+            )
         if length is not None:
             if not X.equal_length or X.length != length:
                 lo, hi = int(X.lengths.min()), int(X.lengths.max())
