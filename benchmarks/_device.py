@@ -38,7 +38,7 @@ def check_device(parser: argparse.ArgumentParser, device: str) -> str:
 
 def synchronize(device: str) -> None:
     """Wait for the GPU's queued work when ``device`` is "cuda" (no-op on the CPU)."""
-    if device == "cuda":
+    if str(device).startswith("cuda"):
         torch.cuda.synchronize()
 
 
@@ -51,3 +51,19 @@ def synced(fn, device: str):
         return out
 
     return call
+
+
+def timed(fn, repeats: int, device: str = "cpu", warmup: bool = False):
+    """``(seconds, last output)``: ``repeats`` timings of ``fn``, each between two
+    :func:`synchronize` calls (after one untimed call when ``warmup``)."""
+    import time
+
+    out = fn() if warmup else None
+    seconds = []
+    for _ in range(repeats):
+        synchronize(device)
+        t0 = time.perf_counter()
+        out = fn()
+        synchronize(device)
+        seconds.append(time.perf_counter() - t0)
+    return seconds, out

@@ -26,7 +26,6 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import torch
@@ -40,27 +39,15 @@ from tskernels import (
 )
 
 try:  # run as a script: benchmarks/ is on sys.path
-    from _device import add_device_argument, check_device, synchronize
+    from _device import add_device_argument, check_device, synchronize, timed
 except ImportError:  # imported from the repository root
-    from benchmarks._device import add_device_argument, check_device, synchronize
+    from benchmarks._device import add_device_argument, check_device, synchronize, timed
 
 
 def make_paths(n: int, T: int, d: int, seed: int = 0) -> np.ndarray:
     """Random walks with N(0, 0.3^2 / d) steps (a z-scored series scaled by 0.3/sqrt(d))."""
     rng = np.random.default_rng(seed)
     return np.cumsum(rng.normal(size=(n, T, d)) * 0.3 / np.sqrt(d), axis=1)
-
-
-def _time(fn, repeats: int, device: str = "cpu") -> tuple[list[float], object]:
-    out = None
-    ts = []
-    for _ in range(repeats):
-        synchronize(device)
-        t0 = time.perf_counter()
-        out = fn()
-        synchronize(device)
-        ts.append(time.perf_counter() - t0)
-    return ts, out
 
 
 def _as_np(K) -> np.ndarray:
@@ -76,10 +63,10 @@ def compare(name, ours, peer, repeats, device: str = "cpu"):
     t_ours, t_peer = [], []
     K_ours = K_peer = None
     for _ in range(repeats):
-        ts, K_ours = _time(ours, 1, device)
+        ts, K_ours = timed(ours, 1, device)
         t_ours += ts
         if peer:
-            ts, K_peer = _time(peer, 1, device)
+            ts, K_peer = timed(peer, 1, device)
             t_peer += ts
     row = {"workload": name, "ours": np.median(t_ours), "ours_q": np.percentile(t_ours, [25, 75])}
     if peer:

@@ -51,24 +51,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # ----------------------------------------------------------------------------- helpers
-def _sync(device: str) -> None:
-    import torch
+def _device_tools():
+    """benchmarks/_device.py (imports torch: loaded only once a device is in use)."""
+    try:  # run as a script: benchmarks/ is on sys.path
+        import _device
+    except ImportError:  # imported from the repository root
+        from benchmarks import _device
+    return _device
 
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+
+def _sync(device: str) -> None:
+    _device_tools().synchronize(device)
 
 
 def _timed(fn, device: str, repeats: int) -> tuple[list[float], object]:
     """``repeats`` synchronised timings of ``fn`` (after one untimed warm-up call)."""
-    out = fn()
-    times = []
-    for _ in range(repeats):
-        _sync(device)
-        t0 = time.perf_counter()
-        out = fn()
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    return times, out
+    return _device_tools().timed(fn, repeats, device, warmup=True)
 
 
 def _np(K):
