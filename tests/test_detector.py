@@ -412,3 +412,73 @@ def test_real_data_epilepsy(uea_dir):
         det = KernelNoveltyDetector(kernel, scorer="conformance", alpha=1e-2, rank=3)
         aucs.append(roc_auc_score(yte == c, det.fit(Xtr[ytr == c]).score_samples(Xte)))
     assert np.mean(aucs) > 0.9, aucs
+
+
+def test_default_members_are_the_recipe_and_the_former_pair():
+    """Issue 30's default: ROCKAD's recipe (standardised MiniRocket, mean 5-NN) beside the
+    former default's MiniRocket 1-NN and GAK 1-NN; GAK alone below 3 series."""
+    from novelty.detector._auto import default_members
+
+    X = np.random.default_rng(0).normal(size=(6, 20, 2))
+    specs = default_members(X)
+    assert [s.name for s in specs] == ["minirocket_std+knn(k=5)", "minirocket+knn", "gak+knn"]
+    recipe = specs[0]
+    assert isinstance(recipe.kernel, tskernels.RandomConvolutionKernel)
+    assert recipe.kernel.power_transform is False and recipe.kernel.n_kernels == 10_000
+    assert recipe.scorer == "knn"
+    assert recipe.scorer_params == {"n_neighbors": 5, "aggregate": "mean"}
+    assert specs[1].kernel.power_transform is True
+    assert [s.name for s in default_members(X[:2])] == ["gak+knn"]
+
+
+def test_recipe_member_equals_minirocket_standardised_knn_by_hand():
+    """The recipe member's novelty is the mean Euclidean distance to the 5 nearest corpus
+    series of sktime's MiniRocket features standardised on the corpus (scikit-learn), up to
+    the kernel's 1/sqrt(F) scale (Linear(scale=1/F) on the features)."""
+    from sklearn.neighbors import NearestNeighbors
+    from sklearn.preprocessing import StandardScaler
+    from sktime.transformations.panel.rocket import MiniRocketMultivariate
+
+    from novelty.detector._auto import recipe_member
+    from novelty.detector._members import Member
+
+    rng = np.random.default_rng(3)
+    X = np.cumsum(rng.normal(size=(20, 30, 2)), axis=1)
+    Y = np.cumsum(rng.normal(size=(6, 30, 2)), axis=1)
+    member = Member(recipe_member()).fit(tskernels.SeriesBatch.from_checked(X), {})
+    got = member.novelty(tskernels.SeriesBatch.from_checked(Y))
+    rocket = MiniRocketMultivariate(num_kernels=10_000, random_state=0, n_jobs=1)
+    F = np.asarray(rocket.fit_transform(X.transpose(0, 2, 1)), dtype=np.float64)
+    G = np.asarray(rocket.transform(Y.transpose(0, 2, 1)), dtype=np.float64)
+    scaler = StandardScaler().fit(F)
+    dist, _ = (
+        NearestNeighbors(n_neighbors=5).fit(scaler.transform(F)).kneighbors(scaler.transform(G))
+    )
+    np.testing.assert_allclose(got * np.sqrt(F.shape[1]), dist.mean(axis=1), rtol=1e-6)
+
+
+def test_default_is_the_mean_of_members_standardised_by_held_out_scores():
+    """score_samples of the default = -mean over its members of (s - median(c)) / IQR(c),
+    each member fitted alone as a one-member detector (s its novelty, c its held-out
+    scores), the median and IQR taken with numpy."""
+    from novelty.detector._auto import default_members
+
+    rng = np.random.default_rng(5)
+    X = np.cumsum(rng.normal(size=(24, 25, 2)), axis=1)
+    Y = np.cumsum(rng.normal(size=(7, 25, 2)), axis=1) * rng.uniform(0.5, 2.0, size=(7, 1, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        det = KernelNoveltyDetector().fit(X)
+        zs = []
+        for spec in default_members(X):
+            one = KernelNoveltyDetector(
+                kernel=spec.kernel,
+                scorer=spec.scorer,
+                scorer_params=spec.scorer_params,
+                preprocess=spec.preprocess,
+                normalize=spec.normalize,
+            ).fit(X)
+            c = one.calibration_scores_
+            q25, med, q75 = np.quantile(c, [0.25, 0.5, 0.75])
+            zs.append((-one.score_samples(Y) - med) / (q75 - q25))
+    np.testing.assert_allclose(-det.score_samples(Y), np.mean(zs, axis=0), rtol=1e-9, atol=1e-12)

@@ -41,12 +41,55 @@ def load(half: str) -> list[dict]:
         name = Path(f).stem
         ds, cls = name.split("__", 1)
         p = {"dataset": ds, "cls": cls, "y": d["y"], "d": int(d["d"]), "n": int(d["n_corpus"])}
-        p["cal"], p["test"] = {}, {}
+        p["cal"], p["test"], p["proxy"] = {}, {}, {}
         for c in CANDIDATES:
             if f"{c}__test" in d.files:
                 p["cal"][c], p["test"][c] = d[f"{c}__cal"], d[f"{c}__test"]
+            if f"{c}__anom" in d.files and f"{c}__cal" in d.files:
+                p["proxy"][c] = proxy_value(d[f"{c}__cal"], d[f"{c}__anom"], d["proxy_kind"])
         out.append(p)
     return out
+
+
+def proxy_value(cal, anom, kinds) -> float:
+    """Mean over the kinds of synthetic anomaly of the ROC-AUC of the anomalies against the
+    held-out normal scores (the selection's proxy, :mod:`novelty.detector._auto`)."""
+    cal = np.asarray(cal, dtype=np.float64)
+    if not np.isfinite(cal).all() or not np.isfinite(anom).all() or len(cal) < 2:
+        return np.nan
+    aucs = []
+    for k in np.unique(kinds):
+        a = anom[kinds == k]
+        y = np.r_[np.zeros(len(cal)), np.ones(len(a))]
+        aucs.append(roc_auc_score(y, np.r_[cal, a]))
+    return float(np.mean(aucs))
+
+
+def proxy_ensemble(p, pool, rule: str, fixed=(RECIPE,)):
+    """Scores of a per-problem combination chosen by the proxy: ``top1``, ``top2``, ``top3``
+    (mean of the k best candidates by proxy), ``soft<tau>`` (weights exp(proxy / tau)),
+    ``fixed+top1`` (the fixed ensemble plus the best other candidate), ``fixedw<tau>`` (the
+    fixed ensemble's members weighted by exp(proxy / tau)). Falls back to the fixed ensemble
+    where no proxy is available."""
+    have = {c: p["proxy"][c] for c in pool if np.isfinite(p["proxy"].get(c, np.nan))}
+    if len(have) < 2:
+        return ensemble_scores(p, list(fixed))
+    ranked = sorted(have, key=lambda c: -have[c])
+    if rule.startswith("top"):
+        return ensemble_scores(p, ranked[: int(rule[3:])])
+    if rule.startswith("soft"):
+        tau = float(rule[4:])
+        v = np.array([have[c] for c in ranked])
+        return ensemble_scores(p, ranked, weights=np.exp((v - v.max()) / tau))
+    if rule == "fixed+top1":
+        extra = [c for c in ranked if c not in fixed][:1]
+        return ensemble_scores(p, list(fixed) + extra)
+    if rule.startswith("fixedw"):
+        tau = float(rule[6:])
+        v = np.array([have.get(c, np.nan) for c in fixed])
+        v = np.where(np.isfinite(v), v, np.nanmean(v))
+        return ensemble_scores(p, list(fixed), weights=np.exp((v - v.max()) / tau))
+    raise ValueError(rule)
 
 
 def _scale(cal):
@@ -55,8 +98,12 @@ def _scale(cal):
     return robust_scale(np.asarray(cal, dtype=np.float64))
 
 
-def ensemble_scores(p: dict, members, weights=None) -> np.ndarray | None:
-    """Mean (or weighted mean) of the members' standardised test scores on problem ``p``."""
+def ensemble_scores(p: dict, members, weights=None, small=True) -> np.ndarray | None:
+    """Mean (or weighted mean) of the members' standardised test scores on problem ``p``;
+    with ``small``, a corpus of fewer than 3 series is scored by GAK 1-NN alone (the
+    detector's rule for tiny corpora)."""
+    if small and p["n"] < 3 and "gak_knn1" in p["test"]:
+        return p["test"]["gak_knn1"]
     zs, ws = [], []
     for i, c in enumerate(members):
         if c not in p["test"]:
@@ -76,6 +123,10 @@ def ensemble_scores(p: dict, members, weights=None) -> np.ndarray | None:
         if c in p["test"] and np.isfinite(p["test"][c]).all():
             return p["test"][c]
     return None
+
+
+def _alone(p, c):
+    return [c] if c in p["test"] else [RECIPE]
 
 
 def auc(p, s) -> float:
@@ -116,63 +167,109 @@ def complete(problems, cands) -> list[dict]:
     return problems
 
 
-def greedy(problems, pool, start=(RECIPE,), max_members=6, verbose=True):
-    """Forward selection from ``start``: add the candidate that most raises the mean ROC-AUC,
-    accepted only when it raises both the mean ROC-AUC and lowers the mean rank against the
-    recipe alone (the issue's rule); stop when no candidate is accepted."""
-    ref = by_dataset(problems, lambda p: ensemble_scores(p, [RECIPE]))
-    current = list(start)
-    cur = summary(by_dataset(problems, lambda p: ensemble_scores(p, current)), ref)
-    log = [(list(current), cur, "start")]
+def greedy(problems, pool, start=(RECIPE,), max_members=6, weights=(1.0,), verbose=True):
+    """Forward selection from ``start``: try every candidate at every weight of ``weights``
+    (the recipe's weight is 1), keep the trial with the highest mean ROC-AUC among those that
+    raise the mean ROC-AUC *and* lower the mean rank against the recipe alone (the issue's
+    rule); stop when no trial qualifies."""
+    ref = by_dataset(problems, lambda p: ensemble_scores(p, [RECIPE], small=False))
+    current, cw = list(start), [1.0] * len(start)
+
+    def figures(members, ws):
+        return summary(by_dataset(problems, lambda p: ensemble_scores(p, members, weights=ws)), ref)
+
+    cur = figures(current, cw)
+    log = [(list(current), list(cw), cur, "start")]
     while len(current) < max_members:
         trials = []
         for c in pool:
             if c in current:
                 continue
-            members = current + [c]
-            s = summary(by_dataset(problems, lambda p, m=members: ensemble_scores(p, m)), ref)
-            trials.append((s["mean"], c, s))
-            if verbose:
-                print(f"  try {'+'.join(members)}: {s['mean']:.4f} rank {s['rank_vs_recipe']:.3f}")
-        trials.sort(reverse=True)
-        accepted = None
-        for _, c, s in trials:
-            if s["mean"] > cur["mean"] and s["rank_vs_recipe"] < cur["rank_vs_recipe"]:
-                accepted = (c, s)
-                break
-        if accepted is None:
-            log.append((list(current), cur, "stop: no candidate raises both"))
+            for w in weights:
+                s = figures(current + [c], cw + [w])
+                trials.append((s["mean"], c, w, s))
+                if verbose:
+                    print(f"  try +{c}*{w}: {s['mean']:.4f} rank {s['rank_vs_recipe']:.3f}")
+        trials.sort(key=lambda t: -t[0])
+        ok = [
+            t
+            for t in trials
+            if t[0] > cur["mean"] and t[3]["rank_vs_recipe"] < cur["rank_vs_recipe"]
+        ]
+        if not ok:
+            log.append((list(current), list(cw), cur, "stop: no candidate raises both"))
             break
-        current.append(accepted[0])
-        cur = accepted[1]
-        log.append((list(current), cur, f"added {accepted[0]}"))
-        if verbose:
-            print(f"ADD {accepted[0]} -> {cur}")
-    return current, log
+        _, c, w, s = ok[0]
+        current.append(c)
+        cw.append(w)
+        cur = s
+        log.append((list(current), list(cw), cur, f"added {c} (weight {w})"))
+    return current, cw, log
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["table", "greedy"])
+    ap.add_argument("cmd", choices=["table", "greedy", "proxy"])
+    ap.add_argument("--fixed", default=RECIPE, help="the fixed ensemble, names joined by +")
     ap.add_argument("--half", default="tuning")
     ap.add_argument("--multivariate", action="store_true")
+    ap.add_argument("--univariate", action="store_true")
+    ap.add_argument("--weights", default="1", help="greedy: weights tried, e.g. 0.25,0.5,1")
     a = ap.parse_args(argv)
     problems = load(a.half)
     if a.multivariate:
         problems = [p for p in problems if p["d"] > 1]
-    ref = by_dataset(problems, lambda p: ensemble_scores(p, [RECIPE]))
+    if a.univariate:
+        problems = [p for p in problems if p["d"] == 1]
+    ref = by_dataset(problems, lambda p: ensemble_scores(p, [RECIPE], small=False))
     if a.cmd == "table":
         for c in CANDIDATES:
-            if not any(c in p["test"] for p in problems):
+            have = [p for p in problems if c in p["test"]]
+            if not have:
                 continue
-            s = summary(by_dataset(problems, lambda p, c=c: ensemble_scores(p, [c])), ref)
+            sets = {p["dataset"] for p in have}
+            sub = [p for p in problems if p["dataset"] in sets]
+            alone = by_dataset(sub, lambda p, c=c: ensemble_scores(p, _alone(p, c)))
+            s = summary(alone, {k: v for k, v in ref.items() if k in sets})
             print(f"{c:14s} {s['mean']:.4f} rank {s['rank_vs_recipe']:.3f} wtl {s['wtl']}"
                   f" sets {s['n_sets']}")  # fmt: skip
+    elif a.cmd == "proxy":
+        fixed = a.fixed.split("+")
+        pool = sorted({c for p in problems for c in p["proxy"]})
+        base = summary(by_dataset(problems, lambda p: ensemble_scores(p, fixed)), ref)
+        print(f"fixed {a.fixed}: {base['mean']:.4f} rank {base['rank_vs_recipe']:.3f}")
+        rules = ["top1", "top2", "top3", "soft0.01", "soft0.02", "soft0.05", "fixed+top1",
+                 "fixedw0.02", "fixedw0.05"]  # fmt: skip
+        for rule in rules:
+            s = summary(
+                by_dataset(problems, lambda p, r=rule: proxy_ensemble(p, pool, r, fixed)), ref
+            )
+            print(f"{rule:12s} {s['mean']:.4f} rank {s['rank_vs_recipe']:.3f} wtl {s['wtl']}")
+        # how well the proxy ranks candidates: Spearman per problem
+        from scipy.stats import spearmanr
+
+        rhos = []
+        for p in problems:
+            cs = [c for c in pool if np.isfinite(p["proxy"].get(c, np.nan)) and c in p["test"]]
+            if len(cs) >= 3:
+                r = spearmanr([p["proxy"][c] for c in cs], [auc(p, p["test"][c]) for c in cs])
+                if np.isfinite(r.statistic):
+                    rhos.append(r.statistic)
+        if rhos:
+            print(f"Spearman proxy vs test ROC-AUC: mean {np.mean(rhos):.2f} over {len(rhos)}")
     else:
-        pool = [c for c in CANDIDATES if any(c in p["test"] for p in problems)]
-        members, log = greedy(problems, pool)
-        for m, s, why in log:
-            print("+".join(m), f"{s['mean']:.4f}", f"{s['rank_vs_recipe']:.3f}", s["wtl"], why)
+        # candidates cached for every problem (chan_knn5: every multivariate one)
+        pool = []
+        for c in CANDIDATES:
+            rel = [p for p in problems if p["n"] >= 3 and (c != "chan_knn5" or p["d"] > 1)]
+            if rel and np.mean([c in p["test"] for p in rel]) >= 0.9:
+                pool.append(c)
+        print("pool:", " ".join(pool))
+        ws = tuple(float(w) for w in a.weights.split(","))
+        members, cw, log = greedy(problems, pool, weights=ws, verbose=False)
+        for m, w, s, why in log:
+            text = " + ".join(f"{c}*{x:g}" for c, x in zip(m, w))
+            print(text, f"{s['mean']:.4f}", f"{s['rank_vs_recipe']:.3f}", s["wtl"], why)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,13 @@
 r"""The default detector recipe and the label-free choice of kernels and scorers.
 
-**Default recipe** (:func:`default_members`): see the README section "The detector out of the
-box" for the measurements behind it.
+**Default recipe** (:func:`default_members`, issue 30): ROCKAD's recipe (standardised MiniRocket
+features, mean 5-NN distance) averaged with the former default's MiniRocket 1-NN and GAK 1-NN,
+each standardised by its held-out scores; chosen on the benchmark's tuning half from a pool of
+candidates (``experiments/detector_pool``; docs/results_detector.md, "Issue 30").
+
+**Selection** (``kernel="auto"``) keeps its own baseline, the former default
+(:func:`baseline_members`); on the tuning half it does not beat the new default (see
+docs/results_detector.md).
 
 **Selection** (:func:`select_members`), from the normal series alone:
 
@@ -56,7 +62,14 @@ from ._members import MemberSpec, fit_pipeline, make_scorer, novelty
 from ._perturbations import PERTURBATIONS, corpus_scale, perturb
 from ._progress import plan, step
 
-__all__ = ["default_members", "candidate_kernels", "select_members", "median_point_distance"]
+__all__ = [
+    "default_members",
+    "baseline_members",
+    "recipe_member",
+    "candidate_kernels",
+    "select_members",
+    "median_point_distance",
+]
 
 #: Number of kernels (each with its best scorer) averaged by the "top" candidate.
 TOP = 2
@@ -133,14 +146,58 @@ def candidate_kernels(Xs) -> list[tuple[str, object, bool | str, bool]]:
 MIN_LEARNED_FEATURES = 3
 
 
-def default_members(Xs) -> list[MemberSpec]:
-    """The default detector: the mean of two standardised 1-NN scores, on MiniRocket features
-    of the raw series (power-transformed on the corpus, Euclidean distance) and on GAK
-    (median-heuristic bandwidth) of the series z-scored per channel. A corpus of fewer than
-    ``MIN_LEARNED_FEATURES`` series gets the GAK member alone."""
+def _standardised_convolution():
+    """MiniRocket features standardised on the corpus (no power transform): ROCKAD's recipe
+    (10,000 kernels, seed 0; any length scored, as :func:`_random_convolution`)."""
+    from tskernels import RandomConvolutionKernel
+
+    return RandomConvolutionKernel(
+        transform="minirocket",
+        n_kernels=10_000,
+        seed=0,
+        power_transform=False,
+        other_lengths="native",
+    )
+
+
+def recipe_member() -> MemberSpec:
+    """ROCKAD's recipe as a member: MiniRocket features of the raw series standardised on the
+    corpus, novelty = mean Euclidean distance to the ``min(5, N)`` nearest corpus series."""
+    return MemberSpec(
+        kernel=_standardised_convolution(),
+        scorer="knn",
+        scorer_params={"n_neighbors": 5, "aggregate": "mean"},
+        preprocess=False,
+        normalize=False,
+        name="minirocket_std+knn(k=5)",
+    )
+
+
+def _gak_member() -> MemberSpec:
     import tskernels as tk
 
-    gak = MemberSpec(kernel=tk.GAK(), scorer="knn", preprocess="channel", name="gak+knn")
+    return MemberSpec(kernel=tk.GAK(), scorer="knn", preprocess="channel", name="gak+knn")
+
+
+def default_members(Xs) -> list[MemberSpec]:
+    """The default detector (issue 30; docs/results_detector.md, chosen on the tuning half by
+    greedy forward selection from ROCKAD's recipe): the mean of three standardised scores,
+    ROCKAD's recipe (:func:`recipe_member`), and the members of the former default
+    (:func:`baseline_members`): MiniRocket features power-transformed on the corpus with the
+    1-NN distance, and GAK 1-NN on series z-scored per channel. A corpus of fewer than
+    ``MIN_LEARNED_FEATURES`` series gets the GAK member alone."""
+    if len(Xs) < MIN_LEARNED_FEATURES:
+        return [_gak_member()]
+    return [recipe_member(), *baseline_members(Xs)]
+
+
+def baseline_members(Xs) -> list[MemberSpec]:
+    """The baseline that ``kernel="auto"`` keeps unless its proxy gives evidence against it:
+    the mean of two standardised 1-NN scores, on MiniRocket features of the raw series
+    (power-transformed on the corpus) and on GAK (median-heuristic bandwidth) of the series
+    z-scored per channel (the default recipe before issue 30; its members are candidates of
+    the selection). A corpus of fewer than ``MIN_LEARNED_FEATURES`` series: GAK alone."""
+    gak = _gak_member()
     if len(Xs) < MIN_LEARNED_FEATURES:
         return [gak]
     return [
@@ -201,7 +258,7 @@ def select_members(
         plan_.append((train, held, anomalies, labels))
 
     rows, cands = [], {}  # cands: row index -> (spec, held-out normal scores, anomalies)
-    n_required = len(default_members(Xs)) if kernels is None else 1  # the baseline's kernels
+    n_required = len(baseline_members(Xs)) if kernels is None else 1  # the baseline's kernels
     plan(len(named) * len(folds))
     costs: list[float] = []  # final-fit reserve of each kernel evaluated (seconds)
 
@@ -330,7 +387,7 @@ def _no_selection(first, full_auto: bool, Xs, end: float, max_time: float):
     import pandas as pd
 
     kname, kernel, prep, norm = first
-    specs = default_members(Xs) if full_auto else [_spec(kernel, "knn", {}, prep, norm, kname)]
+    specs = baseline_members(Xs) if full_auto else [_spec(kernel, "knn", {}, prep, norm, kname)]
     status = (
         f"kept the baseline without selection: evaluating it would end at {end:.0f} s, past "
         f"max_time={max_time:g} s"
@@ -379,7 +436,7 @@ def _baseline(rows, cands, full_auto: bool, Xs):
     the first kernel with the 1-NN scorer; None when they were not all evaluated."""
     by_label = {cands[i][0].name: i for i in cands}
     if full_auto:
-        specs = default_members(Xs)  # named as the selection names its candidates
+        specs = baseline_members(Xs)  # named as the selection names its candidates
         labels = [s.name for s in specs]
     else:
         first = rows[0]["kernel"] if rows else None
