@@ -416,7 +416,8 @@ def test_real_data_epilepsy(uea_dir):
 
 def test_default_members_are_the_recipe_and_the_former_pair():
     """Issue 30's default: ROCKAD's recipe (standardised MiniRocket, mean 5-NN) beside the
-    former default's MiniRocket 1-NN and GAK 1-NN; GAK alone below 3 series."""
+    former default's MiniRocket 1-NN, and its GAK 1-NN for multivariate series; GAK alone
+    below 3 series."""
     from novelty.detector._auto import default_members
 
     X = np.random.default_rng(0).normal(size=(6, 20, 2))
@@ -429,6 +430,11 @@ def test_default_members_are_the_recipe_and_the_former_pair():
     assert recipe.scorer_params == {"n_neighbors": 5, "aggregate": "mean"}
     assert specs[1].kernel.power_transform is True
     assert [s.name for s in default_members(X[:2])] == ["gak+knn"]
+    # univariate series: no GAK (the tuning half's rule on the data's shape, issue 30)
+    uni = default_members(X[..., :1])
+    assert [s.name for s in uni] == ["minirocket_std+knn(k=5)", "minirocket+knn"]
+    assert [s.name for s in default_members([x[:, :1] for x in X])] == [s.name for s in uni]
+    assert [s.name for s in default_members(X[:2, :, :1])] == ["gak+knn"]
 
 
 def test_recipe_member_equals_minirocket_standardised_knn_by_hand():

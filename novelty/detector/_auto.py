@@ -1,9 +1,10 @@
 r"""The default detector recipe and the label-free choice of kernels and scorers.
 
 **Default recipe** (:func:`default_members`, issue 30): ROCKAD's recipe (standardised MiniRocket
-features, mean 5-NN distance) averaged with the former default's MiniRocket 1-NN and GAK 1-NN,
-each standardised by its held-out scores; chosen on the benchmark's tuning half from a pool of
-candidates (``experiments/detector_pool``; docs/results_detector.md, "Issue 30").
+features, mean 5-NN distance) averaged with the former default's MiniRocket 1-NN (and, for
+multivariate series, its GAK 1-NN), each standardised by its held-out scores; chosen on the
+benchmark's tuning half from a pool of candidates (``experiments/detector_pool``;
+docs/results_detector.md, "Issue 30").
 
 **Selection** (``kernel="auto"``) keeps its own baseline, the former default
 (:func:`baseline_members`); on the tuning half it does not beat the new default (see
@@ -181,14 +182,21 @@ def _gak_member() -> MemberSpec:
 
 def default_members(Xs) -> list[MemberSpec]:
     """The default detector (issue 30; docs/results_detector.md, chosen on the tuning half by
-    greedy forward selection from ROCKAD's recipe): the mean of three standardised scores,
-    ROCKAD's recipe (:func:`recipe_member`), and the members of the former default
-    (:func:`baseline_members`): MiniRocket features power-transformed on the corpus with the
-    1-NN distance, and GAK 1-NN on series z-scored per channel. A corpus of fewer than
+    greedy forward selection from ROCKAD's recipe, a rule on the data's shape): the mean of
+    standardised scores of ROCKAD's recipe (:func:`recipe_member`) and MiniRocket features
+    power-transformed on the corpus with the 1-NN distance; for multivariate series (d > 1)
+    also GAK 1-NN on series z-scored per channel. A corpus of fewer than
     ``MIN_LEARNED_FEATURES`` series gets the GAK member alone."""
     if len(Xs) < MIN_LEARNED_FEATURES:
         return [_gak_member()]
-    return [recipe_member(), *baseline_members(Xs)]
+    rocket, gak = baseline_members(Xs)
+    return [recipe_member(), rocket, gak] if _channels(Xs) > 1 else [recipe_member(), rocket]
+
+
+def _channels(Xs) -> int:
+    """The number of channels of a batch or list of (T_i, d) series."""
+    d = getattr(Xs, "d", None)
+    return int(d) if d is not None else int(np.shape(Xs[0])[-1])
 
 
 def baseline_members(Xs) -> list[MemberSpec]:
