@@ -18,6 +18,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import cli_helpers
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,34 +29,15 @@ from novelty import __main__ as cli
 from novelty.__main__ import main
 from novelty.adapters import _outputs
 
-CHANNELS = ["pressure", "flow"]
-
-
-def _series(n, T=24, seed=0, shift=0.0):
-    rng = np.random.default_rng(seed)
-    t = np.linspace(0, 2 * np.pi, T)
-    base = np.stack([np.sin(t), np.cos(t)], axis=1)
-    return base[None] + 0.1 * rng.normal(size=(n, T, 2)) + shift
-
-
-def _write_long(path, X, ids=None, labels=None):
-    ids = ids or [f"s{k}" for k in range(len(X))]
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["id", "time", *CHANNELS] + (["label"] if labels is not None else []))
-        for i, x in enumerate(X):
-            for t in range(len(x)):
-                w.writerow([ids[i], t, *x[t]] + ([labels[i]] if labels is not None else []))
-    return path
+CHANNELS = cli_helpers.CHANNELS
+_series = cli_helpers.series
+_write_long = cli_helpers.write_long
 
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     """A model fitted by the CLI on 22 normal series, and its data file."""
-    d = tmp_path_factory.mktemp("outputs")
-    _write_long(d / "normal.csv", _series(22, seed=1))
-    assert main(["fit", str(d / "normal.csv"), "--model", str(d / "m.model"), "--quiet"]) == 0
-    return d
+    return cli_helpers.fit_model(tmp_path_factory.mktemp("outputs"))
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@ columns read by header name, one-line errors with exit status 2 and no partial o
 
 from __future__ import annotations
 
-import csv
 import subprocess
 import sys
 
+import cli_helpers
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,41 +16,15 @@ from novelty import KernelNoveltyDetector
 from novelty.__main__ import main
 from novelty.adapters._io import SeriesFileError, read_series
 
-CHANNELS = ["pressure", "flow"]
-
-
-def _series(n, T=24, seed=0, shift=0.0):
-    rng = np.random.default_rng(seed)
-    t = np.linspace(0, 2 * np.pi, T)
-    base = np.stack([np.sin(t), np.cos(t)], axis=1)
-    return base[None] + 0.1 * rng.normal(size=(n, T, 2)) + shift
-
-
-def _write_long(path, X, labels=None, header=("id", "time", *CHANNELS), order=None, ids=None):
-    header = list(header) + (["label"] if labels is not None else [])
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        rows = []
-        for i, x in enumerate(X):
-            for t in range(len(x)):
-                row = {"id": (ids or [f"s{k}" for k in range(len(X))])[i], "time": t}
-                row.update(dict(zip(CHANNELS, x[t])))
-                if labels is not None:
-                    row["label"] = labels[i]
-                rows.append(row)
-        for r in rows[::-1] if order == "reversed" else rows:
-            w.writerow([r.get(h, r.get({"t": "time"}.get(h, h))) for h in header])
-    return path
+CHANNELS = cli_helpers.CHANNELS
+_series = cli_helpers.series
+_write_long = cli_helpers.write_long
 
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     """A model fitted by the CLI on 22 normal series (GAK + MiniRocket, the default)."""
-    d = tmp_path_factory.mktemp("cli")
-    _write_long(d / "normal.csv", _series(22, seed=1))
-    assert main(["fit", str(d / "normal.csv"), "--model", str(d / "m.model"), "--quiet"]) == 0
-    return d
+    return cli_helpers.fit_model(tmp_path_factory.mktemp("cli"))
 
 
 def test_fit_and_score_round_trip_equals_the_library(fitted, capsys):
