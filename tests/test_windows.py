@@ -265,3 +265,33 @@ def test_input_errors_are_clear():
         WindowNoveltyDetector(window=20).fit([_sine(600, d=2), _sine(600, d=3)])
     with pytest.raises(ValueError, match="non-numeric column"):
         WindowNoveltyDetector(window=20).fit(pd.DataFrame({"a": ["x"] * 600}))
+
+
+def test_scoring_memory_stays_within_max_memory_plus_the_documented_rows():
+    """The module's memory promise, measured with tracemalloc (numpy reports its buffers):
+    scoring a 30,000-step recording holds at most ``max_memory`` plus a copy of the recording
+    and one row of d + 1 floats per window and per step; a larger budget is used (so the bound
+    is the blocking's doing, not a loose one)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+
+    def rec(T):
+        t = np.arange(T)
+        clean = np.c_[np.sin(2 * np.pi * t / 40), np.cos(2 * np.pi * t / 40)]
+        return clean + 0.1 * rng.normal(size=(T, 2))
+
+    normal, x = rec(30_000), rec(30_000)
+    T, d = x.shape
+    rows = T * d * 8 + 2 * T * (d + 1) * 8  # the recording, window rows and step rows
+    peaks = {}
+    for budget in (2**22, 2**26):
+        det = WindowNoveltyDetector(window=40, max_memory=budget).fit(normal)
+        tracemalloc.start()
+        try:
+            det.score_samples(x)
+            peaks[budget] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peaks[2**22] <= 2**22 + rows, (peaks, rows)
+    assert peaks[2**26] > 2**22 + rows  # a large budget is spent: the small one binds
