@@ -214,7 +214,7 @@ class RunOptions:
     data_dir: str | None = option(None, help="folder of UEA .ts files (found by name)")
     device: str | None = option(None, help="torch device of the kernels (cpu, cuda)")
     workers: int = option(1, type=int, help="local worker processes")
-    threads: int | None = option(None, type=int, help="torch threads per worker")
+    threads: int | None = option(None, type=int, help="threads per worker (default 1)")
     scheduler: str = option("local", help="'local' or a Dask scheduler address tcp://HOST:PORT")
     report: str | None = option(
         None, metavar="DIR", help="write the report to DIR when the run completes"

@@ -234,7 +234,7 @@ def _effective(opts: RunOptions) -> Effective:
     alphas = preset.alphas if opts.alphas is None else _positive_floats("--alphas", opts.alphas)
     if opts.max_cells is not None:
         _int_option("--max-cells", opts.max_cells, 1)
-    workers = _int_option("--workers", opts.workers, 1)
+    _int_option("--workers", opts.workers, 1)
     threads = None if opts.threads is None else _int_option("--threads", opts.threads, 1)
     _check_scheduler(str(opts.scheduler))
     if opts.time_channel is None:
@@ -325,7 +325,10 @@ def _effective(opts: RunOptions) -> Effective:
         # another rank rule is another setting (absent for "ours", so the settings of
         # earlier runs are unchanged)
         setting["rank_rule"] = opts.rank_rule
-    threads = threads or max(1, (os.cpu_count() or 1) // workers)
+    # one thread per worker unless --threads says otherwise: measured (docs/results_study_scale.md)
+    # two threads per worker cost about twice the wall time of one on 2 cores (thread pools
+    # spinning around small per-fold operations), far more on a loaded machine
+    threads = threads or 1
     run_config = dict(config, device=opts.device, threads=int(threads), rank_rule=opts.rank_rule)
     return Effective(preset, grids, setting, run_config, tcs, kernels, scorers, messages)
 
