@@ -21,7 +21,6 @@ from novelty.detector._members import (
     duplicate_groups,
     held_out_scores,
     make_scorer,
-    novelty,
 )
 from novelty.scorers._baselines import knn_leave_one_out
 from novelty.scorers._folds import CALIBRATION_FOLDS, LOO_MAX, calibration_folds
@@ -151,7 +150,7 @@ def _committed_held_out(spec, K, diag):
     for train, test in _committed_folds(n, LOO_MAX):
         tr, te = torch.from_numpy(train), torch.from_numpy(test)
         scorer = clone(template).fit(K[tr][:, tr])
-        out[test] = novelty(spec, scorer, K[te][:, tr], diag[te])
+        out[test] = scorer.score(K[te][:, tr], diag[te])
     return out
 
 

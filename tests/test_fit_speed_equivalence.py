@@ -31,7 +31,6 @@ from novelty.detector._members import (  # noqa: E402
     MemberSpec,
     cross_fitted_scores,
     make_scorer,
-    novelty,
     prepare_kernel,
 )
 from novelty.scorers._folds import calibration_folds  # noqa: E402
@@ -140,7 +139,7 @@ def _reference_cross_fitted_scores(spec, Z):
         else:
             diag = kernel.diag(Zte)
         scorer = make_scorer(spec, K.shape[0] if spec.name else None).fit(K)
-        out[test] = novelty(spec, scorer, Kt, diag)
+        out[test] = scorer.score(Kt, diag)
     return out
 
 

@@ -33,8 +33,6 @@ cheaper than landmarks. The default recipe's GAK member is mapped by Nyström
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 import torch
 from sklearn.base import clone
@@ -42,8 +40,6 @@ from sklearn.base import clone
 from ..scorers._gram_scorer import GramScorer
 from ..scorers._scorer_registry import scorer_registry
 from ._approximation import (
-    APPROXIMATIONS,
-    LANDMARK_RULES,
     make_feature_map,
 )
 from ._members import (
@@ -54,7 +50,7 @@ from ._members import (
     scorer_params,
 )
 
-__all__ = ["ApproximateMember", "check_approximation", "feature_scorers", "make_member"]
+__all__ = ["ApproximateMember", "feature_scorers", "make_member"]
 
 #: At most this many corpus series are held out for the calibration scores.
 CALIBRATION_MAX = 1000
@@ -65,18 +61,6 @@ SCORE_BATCH = 8192
 def feature_scorers() -> tuple[str, ...]:
     """The registered scorers available on features (their ``feature_form`` is not None)."""
     return tuple(n for n, cls in scorer_registry().items() if cls.feature_form is not None)
-
-
-def check_approximation(approximation, n_components, landmarks) -> None:
-    """Validate the detector's approximation parameters (clear messages)."""
-    if approximation is not None and approximation not in APPROXIMATIONS:
-        raise ValueError(
-            f"`approximation` must be None, 'nystroem' or 'features', got {approximation!r}"
-        )
-    if isinstance(n_components, bool) or not isinstance(n_components, Integral) or n_components < 2:
-        raise ValueError(f"`n_components` must be an integer >= 2, got {n_components!r}")
-    if landmarks not in LANDMARK_RULES:
-        raise ValueError(f"`landmarks` must be one of {LANDMARK_RULES}, got {landmarks!r}")
 
 
 def make_member(spec, approximation, n_components, landmarks, seed, n_corpus):
@@ -105,11 +89,6 @@ def make_feature_scorer(spec, n_corpus: int | None = None):
     if n_corpus is not None:
         scorer.limit_to_corpus(n_corpus)
     return scorer
-
-
-def feature_novelty(spec, scorer, Phi: torch.Tensor, diag: torch.Tensor) -> torch.Tensor:
-    """The fitted feature scorer's novelty (higher = more novel), Tensor (n,)."""
-    return scorer.score(Phi, diag)
 
 
 def _has_exact_features(kernel) -> bool:
@@ -191,5 +170,5 @@ class ApproximateMember(Member):
         parts = []
         for i in range(0, len(Z), SCORE_BATCH):
             Phi, diag = self.features_.transform(Z[i : i + SCORE_BATCH])
-            parts.append(feature_novelty(self.spec, self.scorer_, Phi, diag))
+            parts.append(self.scorer_.score(Phi, diag))
         return torch.cat(parts).to(torch.float64)

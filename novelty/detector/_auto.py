@@ -59,7 +59,7 @@ from sklearn.base import clone
 
 from tskernels import SeriesBatch, as_series_batch
 
-from ._members import MemberSpec, fit_pipeline, make_scorer, novelty
+from ._members import MemberSpec, fit_pipeline, make_scorer
 from ._perturbations import PERTURBATIONS, corpus_scale, perturb
 from ._progress import plan, step
 
@@ -305,7 +305,7 @@ def select_members(
                     continue
                 spec = _spec(kernel, scorer, params, prep, norm)
                 try:
-                    s = novelty(spec, make_scorer(spec, K.shape[0]).fit(K), Kt, diag)
+                    s = make_scorer(spec, K.shape[0]).fit(K).score(Kt, diag)
                 except (ValueError, ArithmeticError):
                     broken.add(i)
                     continue

@@ -64,7 +64,6 @@ __all__ = [
     "Member",
     "duplicate_groups",
     "make_scorer",
-    "novelty",
 ]
 
 #: Corpus sizes up to this refit a corpus-fitted kernel leaving one series out, larger ones
@@ -181,11 +180,6 @@ def planned_steps(spec: MemberSpec, n: int) -> int:
     if getattr(spec.kernel, "needs_fit", False) and n >= 3:
         return 1 + (n if n <= CROSS_FIT_LOO_MAX else CALIBRATION_FOLDS)
     return 1 + scorer_class(spec.scorer).held_out_steps(n)
-
-
-def novelty(spec: MemberSpec, scorer: GramScorer, Kt, diag) -> np.ndarray:
-    """The fitted scorer's novelty score (higher = more novel), array (n,)."""
-    return scorer.score(Kt, diag)
 
 
 def prepare_kernel(spec: MemberSpec, Z):
@@ -339,7 +333,7 @@ def cross_fitted_scores(spec: MemberSpec, Z, groups: np.ndarray | None = None) -
             K = kernel.gram(Ztr, normalize=spec.normalize)
             Kt, diag = cross_grams(kernel, Zte, Ztr, spec.normalize)
         scorer = make_scorer(spec, K.shape[0] if spec.name else None).fit(K)
-        out[test] = novelty(spec, scorer, Kt, diag)
+        out[test] = scorer.score(Kt, diag)
         step(f"{spec.label()}: cross-fitting")
     return out
 
@@ -424,7 +418,7 @@ class Member:
         Kt, diag = self.grams(X)
         models = getattr(self, "held_out_models_", None)
         if models:  # as the calibration was scored (Member.fit)
-            mean = np.mean([novelty(self.spec, s, Kt[:, tr], diag) for tr, s in models], axis=0)
+            mean = np.mean([s.score(Kt[:, tr], diag) for tr, s in models], axis=0)
             return torch.from_numpy(mean)
         return self.scorer_.score_tensor(Kt, diag)
 
