@@ -53,10 +53,10 @@ def test_detector_on_memmap_equals_in_memory(tmp_path):
 
 
 def test_linear_fit_recovers_a_known_line():
-    rows = [{"n_corpus": n, "total_s": 5.0 + 2e-3 * n} for n in (1e4, 3e4, 1e5)]
+    rows = [{"n_corpus": n, "fit_s": 5.0 + 2e-3 * n} for n in (1e4, 3e4, 1e5)]
     fit = bm.linear_fit(rows)
     assert fit["slope_s_per_series"] == pytest.approx(2e-3)
     assert fit["intercept_s"] == pytest.approx(5.0)
     assert fit["r2"] == pytest.approx(1.0)
-    rows[1]["total_s"] += 50.0  # off the line: R^2 drops
+    rows[1]["fit_s"] += 50.0  # off the line: R^2 drops
     assert bm.linear_fit(rows)["r2"] < 0.99

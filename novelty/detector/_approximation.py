@@ -427,8 +427,8 @@ class RandomFeatures:
         # the scorers see the kernel of the features, Phi Phi^T, exactly: its diagonal (1 only
         # in expectation), or normalised
         diag = (Phi * Phi).sum(dim=1)
-        if self.normalize:
-            return Phi / torch.sqrt(diag)[:, None], torch.ones_like(diag)
+        if self.normalize:  # in place: no second (n, D) block at the peak
+            return Phi.div_(torch.sqrt(diag)[:, None]), torch.ones_like(diag)
         return Phi, diag
 
     def __repr__(self) -> str:
