@@ -145,13 +145,13 @@ def _cmd_list(args) -> int:
             n += f", levels {grids[name].levels[0]}..{grids[name].levels[-1]} in one pass"
         print(f"  {name:<24} {state}grid {n}")
     print("scorers:")
-    from ._grids import scorer_names
+    from ._grids import scorer_names, scorer_setup
 
     if args.check:
         import novelty
 
         for name, cls in novelty.scorer_registry().items():
-            print(f"  {name:<15} {cls.family}: {cls.description}")
+            print(f"  {name:<15} {scorer_setup(cls).family}: {cls.description}")
         print("  baselines       every scorer of the baseline family")
     else:
         print(f"  {', '.join(scorer_names())} (list --check: families and descriptions)")

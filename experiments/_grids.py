@@ -44,7 +44,11 @@ __all__ = [
     "PRESETS",
     "Preset",
     "REFERENCE_KERNELS",
+    "SCORER_SETUPS",
+    "ScorerSetup",
+    "register_scorer_setup",
     "scorer_names",
+    "scorer_setup",
     "build_kernel",
     "kernel_grid_points",
 ]
@@ -74,6 +78,62 @@ def scorer_names(*, word: bool = True) -> list[str]:
     from novelty.scorers._scorer_registry import scorer_names as registered
 
     return [*registered(), *(["baselines"] if word else [])]
+
+
+@dataclass(frozen=True)
+class ScorerSetup:
+    """How the study runs a scorer (run configuration, not part of the scorer's definition).
+
+    family: the scorers of one family share one fit in a fold (:mod:`experiments._scorers`):
+        "variance_norm", "sse", "sosrep", or "baseline" (fitted on its own; what the CLI word
+        "baselines" expands to);
+    cli_grid: the key of the run config holding the values the CV sweeps along the scorer's
+        ``sweep_axis`` ("alphas", "sse_lams"), or None for a scorer without an axis.
+    """
+
+    family: str = "baseline"
+    cli_grid: str | None = None
+
+
+#: The study's setup of the scorers, keyed by class ("module:qualname", so that reading the
+#: table imports no scorer module); a class not listed (nor any of its bases) is a "baseline"
+#: scorer without an axis. :func:`register_scorer_setup` adds a line for a scorer of one's own.
+SCORER_SETUPS: dict[str, ScorerSetup] = {
+    "novelty.scorers._variance_norm:ConformanceScorer": ScorerSetup("variance_norm", "alphas"),
+    "novelty.scorers._variance_norm:MahalanobisScorer": ScorerSetup("variance_norm", "alphas"),
+    "novelty.scorers._spectral_support:SpectralSupport": ScorerSetup("sse", "sse_lams"),
+    "novelty.scorers._sosrep:SOSREPScorer": ScorerSetup("sosrep"),
+}
+
+
+def _class_path(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def scorer_setup(cls: type) -> ScorerSetup:
+    """The :class:`ScorerSetup` of the scorer class ``cls``: its own line of
+    :data:`SCORER_SETUPS`, else its nearest listed base class's, else the baseline default."""
+    for klass in cls.__mro__:
+        setup = SCORER_SETUPS.get(_class_path(klass))
+        if setup is not None:
+            return setup
+    return ScorerSetup()
+
+
+def register_scorer_setup(cls: type, family: str = "baseline", cli_grid: str | None = None):
+    """Run the scorer class ``cls`` in the study with this ``family`` and ``cli_grid``
+    (:class:`ScorerSetup`); returns the setup. A class listed with another setup raises
+    ValueError."""
+    setup = ScorerSetup(family, cli_grid)
+    if not isinstance(family, str) or not family:
+        raise ValueError(f"`family` must be a non-empty string, got {family!r}")
+    if cli_grid is not None and (not isinstance(cli_grid, str) or not cli_grid):
+        raise ValueError(f"`cli_grid` must be None or a run-config key, got {cli_grid!r}")
+    taken = SCORER_SETUPS.get(_class_path(cls))
+    if taken is not None and taken != setup:
+        raise ValueError(f"{cls.__qualname__} is already set up as {taken}")
+    SCORER_SETUPS[_class_path(cls)] = setup
+    return setup
 
 
 def _r(x: float) -> float:

@@ -1,9 +1,12 @@
 """The adapter layer between the experiments and the ``novelty`` scorers.
 
 The scorers are those of ``novelty.scorer_registry()`` (one :class:`novelty.GramScorer`
-class per name, which declares everything read here: ``family``, ``description``, the tags
-``sweep_axis`` and ``rank_param`` and ``cli_grid``, the run-config key of the axis values
-the CV sweeps). A scorer registered with ``novelty.register_scorer`` is a CLI scorer too.
+class per name, which declares its ``description`` and the tags ``sweep_axis`` and
+``rank_param``). How the study runs each class, its ``family`` and ``cli_grid`` (the run-config
+key of the axis values the CV sweeps), is the study's table
+(:func:`experiments._grids.scorer_setup`). A scorer registered with
+``novelty.register_scorer`` is a CLI scorer too (a "baseline" without an axis unless
+:func:`experiments._grids.register_scorer_setup` says otherwise).
 
 Every scorer maps the normalised Grams of one fold (corpus x corpus, others x corpus, the
 others' diagonal) to a *normality* score array of shape (n_axis, n_rank, n_others), higher =
@@ -24,6 +27,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
+
+from ._grids import scorer_setup
 
 __all__ = [
     "RANK_RULES",
@@ -46,7 +51,7 @@ def _registry() -> dict:
 
 def baseline_names() -> list[str]:
     """The registered scorers of the "baseline" family (the CLI word "baselines")."""
-    return [name for name, cls in _registry().items() if cls.family == "baseline"]
+    return [name for name, cls in _registry().items() if scorer_setup(cls).family == "baseline"]
 
 
 def expand_scorers(names: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -72,8 +77,9 @@ def expand_scorers(names: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def scorer_axis(name: str, config: dict) -> list[float]:
     """The hyper-parameter axis values of scorer ``name`` under the run ``config`` (the values
-    under the registered class's ``cli_grid`` key; [0.0] for a scorer without one)."""
-    key = _registry()[name].cli_grid
+    under the ``cli_grid`` key of its class's :func:`experiments._grids.scorer_setup`; [0.0]
+    for a scorer without one)."""
+    key = scorer_setup(_registry()[name]).cli_grid
     return [0.0] if key is None else list(config[key])
 
 
@@ -203,7 +209,7 @@ def score_fold(
     registered = _registry()
     by_family: dict[str, list[str]] = {}
     for name in names:
-        family = registered[name].family
+        family = scorer_setup(registered[name]).family
         if family not in FAMILIES:
             raise ValueError(
                 f"scorer {name!r} declares family {family!r}; the experiments know "

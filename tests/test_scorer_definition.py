@@ -1,6 +1,7 @@
-"""A scorer is defined in one place (issue 24, item 2): its class declares its name, family,
-description, parameter constraints, feature form, held-out scoring and CLI grid, and the
-registry, the detector, ``approximation=`` and the experiments CLI read them.
+"""A scorer is defined in one place (issue 24, item 2): its class declares its name,
+description, parameter constraints, feature form and held-out scoring, and the registry, the
+detector, ``approximation=`` and the experiments CLI read them; how the study runs it (family,
+CLI grid) is the experiments' table, ``experiments._grids.scorer_setup`` (issue 33).
 
 The proof: a toy scorer (minus the mean kernel value against the corpus), registered with one
 line, runs through the detector, the approximate path and a one-cell experiments run, each
@@ -18,7 +19,7 @@ import torch
 from experiment_helpers import run_cli
 
 import tskernels as tk
-from experiments._grids import scorer_names
+from experiments._grids import scorer_names, scorer_setup
 from experiments._scorers import FAMILIES
 from novelty import (
     FeatureScorer,
@@ -200,15 +201,16 @@ def test_register_scorer_refuses_a_taken_name_and_a_bad_class():
 def test_every_registered_scorer_declares_its_definition(name):
     cls = scorer_registry()[name]
     assert cls.name == name
-    assert cls.family in FAMILIES
+    setup = scorer_setup(cls)
+    assert setup.family in FAMILIES
     assert isinstance(cls.description, str) and cls.description
     assert set(cls._parameter_constraints) == set(cls().get_params())
-    assert (cls.cli_grid is None) == (cls.sweep_axis is None)
-    if cls.cli_grid is not None:  # a run-config key of every preset
+    assert (setup.cli_grid is None) == (cls.sweep_axis is None)
+    if setup.cli_grid is not None:  # a run-config key of every preset
         from experiments._runner import RunOptions, _effective
 
         config = _effective(RunOptions(datasets=["BasicMotions"], preset="quick")).config
-        assert isinstance(config[cls.cli_grid], list) and config[cls.cli_grid]
+        assert isinstance(config[setup.cli_grid], list) and config[setup.cli_grid]
     assert callable(cls.held_out_scores) and isinstance(cls.held_out_steps(5), int)
     form = cls.feature_form
     if form is not None:  # takes the Gram class's parameters

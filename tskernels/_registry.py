@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ._base import Kernel
 
-__all__ = ["KernelSpec", "register", "kernel_registry", "make_kernel"]
+__all__ = ["KernelRegistry", "KernelSpec", "register", "kernel_registry", "make_kernel"]
 
 
 @dataclass(frozen=True)
@@ -55,29 +55,53 @@ class KernelSpec:
         return kernel if kernel.get_tag("fit_is_empty") else kernel.fit(corpus)
 
 
-_REGISTRY: dict[str, KernelSpec] = {}
+class KernelRegistry:
+    """The registered kernels by name, in the order of registration (one object per process,
+    :data:`REGISTRY`; the module's functions are its methods)."""
+
+    def __init__(self):
+        self._specs: dict[str, KernelSpec] = {}
+
+    def register(self, spec: KernelSpec) -> KernelSpec:
+        """:func:`register`."""
+        if not (isinstance(spec.cls, type) and issubclass(spec.cls, Kernel)):
+            raise TypeError(f"KernelSpec.cls must be a Kernel subclass, got {spec.cls!r}")
+        if spec.name in self._specs and self._specs[spec.name].cls is not spec.cls:
+            raise ValueError(f"kernel name {spec.name!r} is already registered")
+        self._specs[spec.name] = spec
+        return spec
+
+    def specs(self) -> dict[str, KernelSpec]:
+        """All registered kernels, by name (a copy)."""
+        return dict(self._specs)
+
+    def make(self, name: str, **params) -> Kernel:
+        """:func:`make_kernel`."""
+        try:
+            spec = self._specs[name]
+        except KeyError:
+            raise ValueError(
+                f"unknown kernel {name!r}; available: {', '.join(sorted(self._specs))}"
+            ) from None
+        return spec.example().set_params(**params)
+
+
+#: The one kernel registry of the process.
+REGISTRY = KernelRegistry()
 
 
 def register(spec: KernelSpec) -> KernelSpec:
-    if not (isinstance(spec.cls, type) and issubclass(spec.cls, Kernel)):
-        raise TypeError(f"KernelSpec.cls must be a Kernel subclass, got {spec.cls!r}")
-    if spec.name in _REGISTRY and _REGISTRY[spec.name].cls is not spec.cls:
-        raise ValueError(f"kernel name {spec.name!r} is already registered")
-    _REGISTRY[spec.name] = spec
-    return spec
+    """Register ``spec`` under ``spec.name`` (each kernel module registers its kernels at
+    import); returns it. A name taken by another class raises ValueError; registering the same
+    class again replaces its spec."""
+    return REGISTRY.register(spec)
 
 
 def kernel_registry() -> dict[str, KernelSpec]:
     """All registered kernels, by name (a copy)."""
-    return dict(_REGISTRY)
+    return REGISTRY.specs()
 
 
 def make_kernel(name: str, **params) -> Kernel:
     """An instance of the registered kernel ``name``: the example with ``params`` set."""
-    try:
-        spec = _REGISTRY[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown kernel {name!r}; available: {', '.join(sorted(_REGISTRY))}"
-        ) from None
-    return spec.example().set_params(**params)
+    return REGISTRY.make(name, **params)

@@ -2,14 +2,19 @@
 detector, ``approximation=``, the experiments and the tests; :func:`register_scorer` adds a
 scorer of one's own, :func:`scorer_name` is the inverse.
 
-A scorer is defined by its class (:class:`~novelty.scorers._gram_scorer.GramScorer`: its ``name``,
-``family``, ``description``, parameter constraints, feature form, held-out scoring and CLI
-grid). The built-in scorers are listed below, one line each, as "module:class" and imported on
-first use: the names alone (:func:`scorer_names`) import neither torch nor scikit-learn, so the
+A scorer is defined by its class (:class:`~novelty.scorers._gram_scorer.GramScorer`: its
+``name``, ``description``, parameter constraints, feature form and held-out scoring; how the
+experiments run it is the experiments' table, ``experiments._grids.scorer_setup``). The
+built-in scorers are listed below, one line each, as "module:class" and imported on first use:
+the names alone (:func:`scorer_names`) import neither torch nor scikit-learn, so the
 experiments CLI answers a mistyped name at once. Each line's name is checked against the
 class's own ``name`` when the class is imported.
 
-To add a scorer: write its class (one module) and either add one line to ``_BUILTIN``, call
+The state is one :class:`ScorerRegistry` object (the built-in table, read-only; the scorers
+registered in this process; the entry points, read once; the classes imported so far); the
+module's functions are its methods.
+
+To add a scorer: write its class (one module) and either add one line to ``BUILTIN``, call
 ``register_scorer(MyScorer)`` (in this process), or declare it in the package that holds it
 as an entry point of the group ``novelty.scorers`` (every process: the detector, both CLIs):
 
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
     from ._gram_scorer import GramScorer
 
 __all__ = [
+    "BUILTIN",
+    "ScorerRegistry",
     "deferred_class",
     "register_scorer",
     "scorer_name",
@@ -43,43 +50,19 @@ __all__ = [
 ]
 
 #: The built-in scorers, one line each (name -> "module:class", in :mod:`novelty`).
-_BUILTIN: dict[str, str] = {
-    "conformance": "_variance_norm:ConformanceScorer",
-    "mahalanobis": "_variance_norm:MahalanobisScorer",
-    "sse": "_spectral_support:SpectralSupport",
-    "sosrep": "_sosrep:SOSREPScorer",
-    "knn": "_baselines:KNNScorer",
-    "mean_embedding": "_baselines:MeanEmbeddingScorer",
-    "ocsvm": "_baselines:OCSVMScorer",
-}
-#: Scorers registered by :func:`register_scorer`, after the built-in ones.
-_ADDED: dict[str, type] = {}
+BUILTIN: Mapping[str, str] = MappingProxyType(
+    {
+        "conformance": "_variance_norm:ConformanceScorer",
+        "mahalanobis": "_variance_norm:MahalanobisScorer",
+        "sse": "_spectral_support:SpectralSupport",
+        "sosrep": "_sosrep:SOSREPScorer",
+        "knn": "_baselines:KNNScorer",
+        "mean_embedding": "_baselines:MeanEmbeddingScorer",
+        "ocsvm": "_baselines:OCSVMScorer",
+    }
+)
 #: The entry-point group of scorers from installed packages (module docstring).
 ENTRY_POINT_GROUP = "novelty.scorers"
-_PLUGINS: dict[str, str] | None = None  # installed entry points: name -> "module:qualname"
-
-
-def _plugins() -> dict[str, str]:
-    """The scorers declared by installed packages (entry points of ``ENTRY_POINT_GROUP``), read
-    once per process; a name taken by a built-in scorer is ignored, with a warning."""
-    global _PLUGINS
-    if _PLUGINS is None:
-        import warnings
-        from importlib.metadata import entry_points
-
-        found: dict[str, str] = {}
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in _BUILTIN or ep.name in found:
-                warnings.warn(
-                    f"entry point {ep.name!r} = {ep.value!r} of {ENTRY_POINT_GROUP!r}: the "
-                    "name is taken by another scorer, so it is ignored",
-                    UserWarning,
-                    stacklevel=2,
-                )
-                continue
-            found[ep.name] = ep.value
-        _PLUGINS = found
-    return _PLUGINS
 
 
 class deferred_class:
@@ -95,46 +78,124 @@ class deferred_class:
         return getattr(import_module(module), qualname)
 
 
-_LOADED: dict[str, type] = {}  # the built-in classes imported so far
-_MAPPING: Mapping[str, type] | None = None  # scorer_registry()'s answer, until a change
+class ScorerRegistry:
+    """The scorers by name: the built-in table ``builtin`` (name -> "module:class" in
+    ``package``, imported on first use), the installed entry points of ``group`` (read once),
+    then the classes added by :meth:`register`, in that order."""
+
+    def __init__(self, builtin: Mapping[str, str], package: str, group: str):
+        self.builtin = MappingProxyType(dict(builtin))
+        self.package = package
+        self.group = group
+        self._added: dict[str, type] = {}  # register(): name -> class
+        self._plugins: dict[str, str] | None = None  # entry points: name -> "module:qualname"
+        self._loaded: dict[str, type] = {}  # built-in / entry-point classes imported so far
+        self._mapping: Mapping[str, type] | None = None  # mapping()'s answer, until a change
+
+    def plugins(self) -> dict[str, str]:
+        """The scorers declared by installed packages (entry points of ``group``), read once
+        per process; a name taken by a built-in scorer is ignored, with a warning."""
+        if self._plugins is None:
+            import warnings
+            from importlib.metadata import entry_points
+
+            found: dict[str, str] = {}
+            for ep in entry_points(group=self.group):
+                if ep.name in self.builtin or ep.name in found:
+                    warnings.warn(
+                        f"entry point {ep.name!r} = {ep.value!r} of {self.group!r}: the "
+                        "name is taken by another scorer, so it is ignored",
+                        UserWarning,
+                        stacklevel=3,
+                    )
+                    continue
+                found[ep.name] = ep.value
+            self._plugins = found
+        return self._plugins
+
+    def load(self, name: str) -> type:
+        """The class of a built-in or installed (entry-point) scorer, imported once."""
+        cls = self._loaded.get(name)
+        if cls is None:
+            if name in self.builtin:
+                module, qualname = self.builtin[name].split(":")
+                cls = getattr(import_module(f"{self.package}.{module}"), qualname)
+            else:
+                path = self.plugins()[name]
+                module, qualname = path.split(":")
+                try:
+                    cls = import_module(module)
+                    for part in qualname.split("."):
+                        cls = getattr(cls, part)
+                except (ImportError, AttributeError) as err:
+                    raise ImportError(
+                        f"scorer {name!r} (entry point {path!r} of {self.group!r}) cannot be "
+                        f"imported: {err}"
+                    ) from err
+                _check_definition(cls)
+            if cls.name != name:
+                raise TypeError(
+                    f"{qualname}.name is {cls.name!r} but the registry lists it as {name!r}"
+                )
+            self._loaded[name] = cls
+        return cls
+
+    def names(self) -> tuple[str, ...]:
+        """The registered names, built-in ones first (imports no scorer module)."""
+        plugins = [name for name in self.plugins() if name not in self._added]
+        return (*self.builtin, *plugins, *self._added)
+
+    def mapping(self) -> Mapping[str, type[GramScorer]]:
+        """Read-only mapping name -> class, built once (a change of the registry resets it)."""
+        if self._mapping is None:
+            listed = (*self.builtin, *self.plugins())
+            loaded = {name: self.load(name) for name in listed if name not in self._added}
+            self._mapping = MappingProxyType({**loaded, **self._added})
+        return self._mapping
+
+    def register(self, cls: type) -> type:
+        """:func:`register_scorer`."""
+        _check_definition(cls)
+        name = cls.name
+        in_tables = name in self.builtin or name in self.plugins()
+        taken = self._added.get(name) or (self.load(name) if in_tables else None)
+        if taken is not None and taken is not cls:
+            raise ValueError(f"scorer name {name!r} is taken by {taken.__name__}")
+        if name not in self.builtin:
+            self._added[name] = cls
+            self._mapping = None
+        return cls
+
+    def unregister(self, name: str) -> None:
+        """:func:`unregister_scorer`."""
+        if name in self.builtin:
+            raise ValueError(f"{name!r} is a built-in scorer and cannot be unregistered")
+        if name not in self._added:
+            raise ValueError(f"no scorer {name!r} was registered")
+        del self._added[name]
+        self._mapping = None
+
+    def name_of(self, scorer) -> str:
+        """:func:`scorer_name`."""
+        cls = scorer if isinstance(scorer, type) else type(scorer)
+        for name, registered in self.mapping().items():
+            if registered is cls:
+                return name
+        return cls.__name__
+
+
+#: The one registry of the process.
+REGISTRY = ScorerRegistry(BUILTIN, __package__, ENTRY_POINT_GROUP)
 
 
 def _load(name: str) -> type:
     """The class of a built-in or installed (entry-point) scorer, imported once."""
-    cls = _LOADED.get(name)
-    if cls is None:
-        if name in _BUILTIN:
-            module, qualname = _BUILTIN[name].split(":")
-            cls = getattr(import_module(f"{__package__}.{module}"), qualname)
-        else:
-            module, qualname = _plugins()[name].split(":")
-            try:
-                cls = import_module(module)
-                for part in qualname.split("."):
-                    cls = getattr(cls, part)
-            except (ImportError, AttributeError) as err:
-                raise ImportError(
-                    f"scorer {name!r} (entry point {_plugins()[name]!r} of "
-                    f"{ENTRY_POINT_GROUP!r}) cannot be imported: {err}"
-                ) from err
-            _check_definition(cls)
-        if cls.name != name:
-            raise TypeError(
-                f"{qualname}.name is {cls.name!r} but the registry lists it as {name!r}"
-            )
-        _LOADED[name] = cls
-    return cls
-
-
-def _reset() -> None:
-    global _MAPPING
-    _MAPPING = None
+    return REGISTRY.load(name)
 
 
 def scorer_names() -> tuple[str, ...]:
     """The registered scorer names, built-in ones first (imports no scorer module)."""
-    plugins = [name for name in _plugins() if name not in _ADDED]
-    return (*_BUILTIN, *plugins, *_ADDED)
+    return REGISTRY.names()
 
 
 def scorer_registry() -> Mapping[str, type[GramScorer]]:
@@ -155,11 +216,7 @@ def scorer_registry() -> Mapping[str, type[GramScorer]]:
 
     The mean-kNN rule (ROCKAD's) is ``KNNScorer(aggregate="mean")``.
     """
-    global _MAPPING
-    if _MAPPING is None:  # built once; register_scorer / unregister_scorer reset it
-        loaded = {name: _load(name) for name in (*_BUILTIN, *_plugins()) if name not in _ADDED}
-        _MAPPING = MappingProxyType({**loaded, **_ADDED})
-    return _MAPPING
+    return REGISTRY.mapping()
 
 
 def _check_definition(cls) -> None:
@@ -173,9 +230,8 @@ def _check_definition(cls) -> None:
         raise ValueError(f"{cls.__name__}.name must be an identifier-like string, got {name!r}")
     if name == "baselines":
         raise ValueError('"baselines" is the CLI word for the baseline family, not a name')
-    for attr in ("family", "description"):
-        if not isinstance(getattr(cls, attr), str) or not getattr(cls, attr):
-            raise ValueError(f"{cls.__name__}.{attr} must be a non-empty string")
+    if not isinstance(cls.description, str) or not cls.description:
+        raise ValueError(f"{cls.__name__}.description must be a non-empty string")
     form = cls.feature_form
     if form is not None and not (isinstance(form, type) and callable(getattr(form, "score", None))):
         raise ValueError(
@@ -189,31 +245,14 @@ def register_scorer(cls: type) -> type:
     CLI (``--scorers``) then accept it. Returns ``cls`` (usable as a class decorator). A name
     already taken by another class raises ValueError; registering the same class again does
     nothing."""
-    _check_definition(cls)
-    name = cls.name
-    taken = _ADDED.get(name) or (_load(name) if name in (*_BUILTIN, *_plugins()) else None)
-    if taken is not None and taken is not cls:
-        raise ValueError(f"scorer name {name!r} is taken by {taken.__name__}")
-    if name not in _BUILTIN:
-        _ADDED[name] = cls
-        _reset()
-    return cls
+    return REGISTRY.register(cls)
 
 
 def unregister_scorer(name: str) -> None:
     """Remove a scorer added by :func:`register_scorer` (the built-in ones stay)."""
-    if name in _BUILTIN:
-        raise ValueError(f"{name!r} is a built-in scorer and cannot be unregistered")
-    if name not in _ADDED:
-        raise ValueError(f"no scorer {name!r} was registered")
-    del _ADDED[name]
-    _reset()
+    REGISTRY.unregister(name)
 
 
 def scorer_name(scorer) -> str:
     """The registry name of a scorer instance or class (its class name if unregistered)."""
-    cls = scorer if isinstance(scorer, type) else type(scorer)
-    for name, registered in scorer_registry().items():
-        if registered is cls:
-            return name
-    return cls.__name__
+    return REGISTRY.name_of(scorer)

@@ -61,7 +61,6 @@ class SOSREPScorer(GramScorer):
     }
     requires_diag = False
     name = "sosrep"
-    family = "sosrep"
     description = "SOSREP density f(x)^2 in the kernel's RKHS"
     feature_form = None  # approximation= not supported
 
