@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_detector as bd  # noqa: E402
+from experiments.detector_bench import problems as bd
+from experiments.detector_bench.store import DEFAULT_STORE
 
 OUT = bd.REPO / "results" / "auto_proxy_study.jsonl"
 
@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     r = sub.add_parser("run")
     r.add_argument("--out", default=str(OUT))
     q = sub.add_parser("report")
-    q.add_argument("--store", default=str(bd.DEFAULT_STORE))
+    q.add_argument("--store", default=str(DEFAULT_STORE))
     q.add_argument("--out", default=str(OUT))
     args = p.parse_args(argv)
     out = Path(args.out)

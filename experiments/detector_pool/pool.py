@@ -1,6 +1,6 @@
 r"""Candidate score cache of the detector pool (issue 30).
 
-For every problem of a benchmark half (the problems of ``benchmarks/bench_detector.py``: at
+For every problem of a benchmark half (the problems of :mod:`experiments.detector_bench`: at
 most 5 classes per data set, corpus <= 100, test <= 300, seed 0) and every candidate member,
 two score vectors (higher = more novel):
 
@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import traceback
 import warnings
@@ -51,7 +50,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 OUT = REPO / "results" / "pool"
 
@@ -106,6 +104,7 @@ def _specs(kernel, names):
             preprocess=False,
             normalize=False,
             name=name,
+            adapt_to_corpus=True,
         )
     return out
 
@@ -178,9 +177,9 @@ def member_scores(spec, Xc, Xt):
 
 def equal_length(Xc, Xt):
     """Corpus and test resampled to the corpus's longest length (as the peers get them)."""
-    from bench_detector import _lengths, to_length
+    from experiments.detector_bench.inputs import lengths, to_length
 
-    length = max(_lengths(Xc))
+    length = max(lengths(Xc))
     return to_length(Xc, length), to_length(Xt, length)
 
 
@@ -276,7 +275,13 @@ def compute_group(group: str, Xc, Xt) -> dict:
         import tskernels as tk
         from novelty.detector._members import MemberSpec
 
-        spec = MemberSpec(kernel=tk.GAK(), scorer="knn", preprocess="channel", name="gak+knn")
+        spec = MemberSpec(
+            kernel=tk.GAK(),
+            scorer="knn",
+            preprocess="channel",
+            name="gak+knn",
+            adapt_to_corpus=True,
+        )
         return {"gak_knn1": member_scores(spec, Xc, Xt)}
     if group == "euclid":
         return {"euclid_knn1": distance_knn1("euclidean", Xc, Xt)}
@@ -316,12 +321,11 @@ def problem_file(half: str, prob) -> Path:
 
 
 def run(half: str, shard: tuple[int, int], only: list[str] | None, datasets=None):
-    from bench_detector import default_data_dirs, halves, list_collections, load_problems
-
+    from experiments.detector_bench.problems import default_data_dirs, half_of, load_problems
     from novelty import as_series_collection
 
     dirs = default_data_dirs()
-    split = halves(list_collections(dirs))
+    split = half_of(dirs)
     names = sorted(n for n, h in split.items() if h == half)
     if datasets:
         names = [n for n in names if n in datasets]
@@ -444,7 +448,13 @@ def proxy_scores(cand: str, Xc, A, rows, memo=None) -> np.ndarray:
             import tskernels as tk
             from novelty.detector._members import MemberSpec
 
-            spec = MemberSpec(kernel=tk.GAK(), scorer="knn", preprocess="channel", name="gak")
+            spec = MemberSpec(
+                kernel=tk.GAK(),
+                scorer="knn",
+                preprocess="channel",
+                name="gak",
+                adapt_to_corpus=True,
+            )
         else:
             spec = _specs(_rc_kernel(cand.startswith("rcp")), ["x_knn1"])["x_knn1"]
         key = cand.split("_")[0]
@@ -480,12 +490,11 @@ def proxy_scores(cand: str, Xc, A, rows, memo=None) -> np.ndarray:
 
 
 def run_proxy(half: str, shard, only=None, datasets=None):
-    from bench_detector import default_data_dirs, halves, list_collections, load_problems
-
+    from experiments.detector_bench.problems import default_data_dirs, half_of, load_problems
     from novelty import as_series_collection
 
     dirs = default_data_dirs()
-    split = halves(list_collections(dirs))
+    split = half_of(dirs)
     names = sorted(n for n, h in split.items() if h == half)
     names = [n for i, n in enumerate(names) if i % shard[1] == shard[0]]
     if datasets:
