@@ -88,15 +88,10 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
     detector, ``approximation=`` and the experiments; :mod:`novelty.scorers._scorer_registry`)
     ---------------------------------------------------------------------------------------
     name : str, the registry name (``KernelNoveltyDetector(scorer=name)``, ``--scorers name``).
-    family : str, the experiments' shared fit (:mod:`experiments._scorers`): "variance_norm",
-        "sse", "sosrep", or "baseline" (each scorer fitted on its own; the default, and what
-        the CLI word "baselines" expands to).
     description : str, one line (``python -m experiments list --check``).
     feature_form : the class scoring on explicit features (:mod:`novelty.scorers._feature_scorers`,
         a :class:`~novelty.scorers._feature_scorers.FeatureScorer` taking this class's constructor
         parameters), or None: ``approximation=`` is not supported.
-    cli_grid : str or None, the key of the experiments' run config holding the values that
-        the CV sweeps along ``sweep_axis`` ("alphas", "sse_lams"); None without an axis.
     held_out_scores(K, diag, groups) : held-out scores of the corpus (the calibration), by
         refits on the folds of :mod:`novelty.scorers._folds` (``held_out_steps(n)`` of them); kNN
         overrides both with its exact leave-one-out.
@@ -120,10 +115,8 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
 
     _parameter_constraints: ClassVar[dict] = {}
     name: ClassVar[str] = ""
-    family: ClassVar[str] = "baseline"
     description: ClassVar[str] = ""
     feature_form: ClassVar[type | None] = None
-    cli_grid: ClassVar[str | None] = None
     sweep_axis: ClassVar[str | None] = None
     rank_param: ClassVar[str | None] = None
     requires_diag: ClassVar[bool] = True
