@@ -35,11 +35,11 @@ continuous, twice-differentiable data density and model) are enforced:
 from __future__ import annotations
 
 import copy
-import math
 import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -47,7 +47,7 @@ from sklearn.base import clone
 
 from ._kde import KDE
 from ._sosrep import SOSREP
-from ._validation import as_data, check_fraction, check_int
+from ._validation import SEED, Interval, IsInstance, StrOptions, as_data, validate_params
 
 __all__ = [
     "FisherEstimate",
@@ -65,12 +65,17 @@ class FisherEstimate:
     n_points: int
 
 
+#: The constraints of the functions' shared arguments.
+_ESTIMATOR = [IsInstance((SOSREP, KDE), "a SOSREP or KDE estimator")]
+_METHOD = [StrOptions(("closed", "hutchinson"))]
+_N_PROBES = [Interval(Integral, 2, None, closed="left")]
+_SMOOTHING = [None, Interval(Real, 0, None, closed="left")]  # finite, >= 0
+_WINDOW = [Interval(Integral, 1, None, closed="left")]
+
+
 def _power(estimator) -> int:
-    if isinstance(estimator, SOSREP):
-        return 2
-    if isinstance(estimator, KDE):
-        return 1
-    raise TypeError(f"`estimator` must be a SOSREP or KDE, got {type(estimator).__name__}")
+    """The power p of the model f^p: 2 for SOSREP, 1 for KDE (``estimator`` checked)."""
+    return 2 if isinstance(estimator, SOSREP) else 1
 
 
 #: Default mollification h / length scale for random-feature kernels (module docstring).
@@ -80,8 +85,6 @@ DEFAULT_SMOOTHING = 0.5
 def _resolve_smoothing(kernel, smoothing: float | None) -> float:
     if smoothing is None:
         return DEFAULT_SMOOTHING if kernel.random_features else 0.0
-    if not (isinstance(smoothing, (int, float)) and math.isfinite(smoothing) and smoothing >= 0):
-        raise ValueError(f"`smoothing` must be a finite number >= 0, got {smoothing!r}")
     if smoothing > 0 and not kernel.random_features:
         raise ValueError("`smoothing` > 0 is implemented for random-feature kernels only")
     return float(smoothing)
@@ -101,6 +104,15 @@ def mollified_expansion(expansion, h: float):
     return out
 
 
+@validate_params(
+    {
+        "estimator": _ESTIMATOR,
+        "method": _METHOD,
+        "n_probes": _N_PROBES,
+        "seed": SEED,
+        "smoothing": _SMOOTHING,
+    }
+)
 def fisher_objective(
     estimator,
     X,
@@ -138,9 +150,6 @@ def fisher_objective(
         if value != value or abs(value) == float("inf"):
             raise FloatingPointError("the Hyvarinen score is not finite at this bandwidth")
         return FisherEstimate(value, 0.0, X.shape[0])
-    if method != "hutchinson":
-        raise ValueError(f"`method` must be 'closed' or 'hutchinson', got {method!r}")
-    check_int(n_probes, "n_probes", minimum=2)
     gen = torch.Generator().manual_seed(seed)
     x = X.detach().clone().requires_grad_(True)
     f = e.raw_torch_value(x)
@@ -186,6 +195,7 @@ def bandwidth_setter(kernel, log_grid: bool = False):
 RULES = ("min", "first_stable")
 
 
+@validate_params({"window": _WINDOW})
 def first_stable_minimum(scores, window: int = 2) -> int | None:
     r"""Index of the first stable local minimum of a curve, or ``None`` when it has none.
 
@@ -210,7 +220,6 @@ def first_stable_minimum(scores, window: int = 2) -> int | None:
     (L < 2w + 1) curve. The position is returned in the input's indexing (``nan`` entries
     counted).
     """
-    check_int(window, "window", minimum=1)
     s = np.asarray(scores, dtype=float)
     if s.ndim != 1:
         raise ValueError(f"`scores` must be 1-D, got shape {s.shape}")
@@ -229,6 +238,19 @@ def first_stable_minimum(scores, window: int = 2) -> int | None:
     return None
 
 
+@validate_params(
+    {
+        "estimator": _ESTIMATOR,
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "seed": [None, *SEED],
+        "rule": [StrOptions(RULES)],
+        "window": _WINDOW,
+        "method": _METHOD,
+        "n_probes": _N_PROBES,
+        "smoothing": _SMOOTHING,
+        "log_grid": ["boolean"],
+    }
+)
 def select_bandwidth(
     estimator,
     X,
@@ -289,10 +311,6 @@ def select_bandwidth(
     ``bandwidth_at_edge_`` and ``selection_time_`` (seconds, refit included).
     """
     t0 = time.perf_counter()
-    _power(estimator)
-    if rule not in RULES:
-        raise ValueError(f"`rule` must be one of {RULES}, got {rule!r}")
-    check_int(window, "window", minimum=1)
     grid = [float(g) for g in np.atleast_1d(np.asarray(grid, dtype=float))]
     if not grid:
         raise ValueError("`grid` is empty")
@@ -315,7 +333,6 @@ def select_bandwidth(
                 "the selection points must live in the space of the training data"
             )
     else:
-        check_fraction(validation_fraction, "validation_fraction")
         Xt = as_data(X, "X", min_samples=4)
         n = Xt.shape[0]
         n_val = max(1, int(round(validation_fraction * n)))
@@ -376,7 +393,7 @@ def select_bandwidth(
         warnings.warn(
             f"select_bandwidth: the Fisher divergence is smallest at the end of the grid "
             f"({best:g}); extend the grid",
-            stacklevel=2,
+            stacklevel=3,  # the caller's line: validate_params wraps this function
         )
     if transductive:
         final = fitted[i_best]

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from ._kernels import VectorKernel
-from ._sosrep import FittedExpansionEstimator, _fit_kernel, to_numpy
+from ._sosrep import KERNEL, FittedExpansionEstimator, _fit_kernel, to_numpy
+from ._validation import DEVICE, validate_estimator
 
 __all__ = ["KDE"]
 
@@ -29,12 +30,15 @@ class KDE(FittedExpansionEstimator):
     :math:`\hat p` itself, which ranks such points among themselves.
     """
 
+    _parameter_constraints = {"kernel": KERNEL, "device": DEVICE}
+
     def __init__(self, kernel: VectorKernel, device=None):
         self.kernel = kernel
         self.device = device
 
     def fit(self, X, y=None) -> KDE:
         """Fit on X (n, d), n >= 1; returns self."""
+        validate_estimator(self)
         t0 = time.perf_counter()
         self.kernel_, Xt = _fit_kernel(self.kernel, X, self.device, min_samples=1)
         N = Xt.shape[0]

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator
 
 from tskernels import sqdist
 
-from ._validation import check_positive, resolve_device, resolve_dtype
+from ._validation import DEVICE, DTYPE, POSITIVE, resolve_device, resolve_dtype, validate_estimator
 
 __all__ = ["VectorKernel", "GaussianKernel", "LaplacianKernel", "Expansion"]
 
@@ -69,6 +69,8 @@ class VectorKernel(BaseEstimator, ABC):
     nonnegative: bool = True
     #: True when Delta_x k(c, x) is singular at x = c (non-smooth kernels).
     laplacian_singular_at_centres: bool = False
+    #: The parameters' constraints (checked at ``fit``; a subclass extends the dict).
+    _parameter_constraints: dict = {"device": DEVICE, "dtype": DTYPE}
 
     def __init__(self, *, device=None, dtype=None):
         self.device = device
@@ -77,15 +79,12 @@ class VectorKernel(BaseEstimator, ABC):
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X: torch.Tensor) -> VectorKernel:
         """Record the dimension (and draw random features) for data X (n, d)."""
-        self._check_params()
+        validate_estimator(self)
         self.dtype_ = resolve_dtype(self.dtype)
         self.device_ = resolve_device(self.device)
         self.n_features_in_ = int(X.shape[1])
         self._fit(self.n_features_in_)
         return self
-
-    def _check_params(self) -> None:  # pragma: no cover - overridden
-        pass
 
     def _fit(self, d: int) -> None:
         pass
@@ -93,9 +92,6 @@ class VectorKernel(BaseEstimator, ABC):
     def bandwidth_label(self) -> str:
         """The bandwidth as set, for messages (``"sigma = 0.5"``)."""
         return f"{self.bandwidth_param} = {getattr(self, self.bandwidth_param)!r}"
-
-    def _to(self, X) -> torch.Tensor:
-        return torch.as_tensor(X).to(device=self.device_, dtype=self.dtype_)
 
     # -- values ----------------------------------------------------------------------------
     def gram(self, X, Y=None) -> torch.Tensor:
@@ -322,13 +318,11 @@ class _SigmaKernel(VectorKernel):
     """An exact radial kernel with one length scale ``sigma`` > 0."""
 
     bandwidth_param = "sigma"
+    _parameter_constraints = {**VectorKernel._parameter_constraints, "sigma": POSITIVE}
 
     def __init__(self, sigma: float = 1.0, *, device=None, dtype=None):
         super().__init__(device=device, dtype=dtype)
         self.sigma = sigma
-
-    def _check_params(self) -> None:
-        check_positive(self.sigma, "sigma")
 
 
 class GaussianKernel(_SigmaKernel):

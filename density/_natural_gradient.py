@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from numbers import Real
 
 import torch
 from sklearn.exceptions import ConvergenceWarning
+
+from ._validation import COUNT, POSITIVE, SEED, Interval, validate_params
 
 __all__ = ["SOSREPSolution", "sosrep_solve", "FeatureGram"]
 
@@ -69,6 +72,16 @@ class FeatureGram:
         return self.scale * (self.Phi @ self.Phi.T)
 
 
+@validate_params(
+    {
+        "lr": [Interval(Real, 0, 0.5, closed="neither")],
+        "max_iter": COUNT,
+        "tol": POSITIVE,
+        "seed": SEED,
+        "check_every": COUNT,
+        "require_positive": ["boolean"],
+    }
+)
 def sosrep_solve(
     K: torch.Tensor | FeatureGram,
     *,
@@ -96,10 +109,6 @@ def sosrep_solve(
     N = K.shape[0]
     if N < 1:
         raise ValueError("`K` is empty: need at least one corpus point")
-    if not 0 < lr < 0.5:
-        raise ValueError(f"`lr` must be in (0, 1/2) to keep alpha positive, got {lr}")
-    if not (isinstance(max_iter, int) and max_iter >= 1):
-        raise ValueError(f"`max_iter` must be an integer >= 1, got {max_iter!r}")
     dense = K.Phi if isinstance(K, FeatureGram) else K
     if not bool(torch.isfinite(dense).all()):
         raise ValueError("`K` contains NaN or infinite entries")
@@ -131,6 +140,6 @@ def sosrep_solve(
         f"SOSREP did not converge in {max_iter} iterations (residual {residual:.2e} >= tol "
         f"{tol:.1e}); raise max_iter or lr",
         ConvergenceWarning,
-        stacklevel=2,
+        stacklevel=3,  # the caller's line: validate_params wraps this function
     )
     return SOSREPSolution(alpha, max_iter, False, residual)

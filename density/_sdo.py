@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import functools
 import math
+from numbers import Real
 
 import numpy as np
 import torch
 from scipy.special import kve
 
 from ._kernels import VectorKernel
-from ._validation import check_int, check_positive
+from ._validation import COUNT, POSITIVE, SEED, Interval
 
 __all__ = ["SDOKernel", "sdo_log_envelope", "sdo_log_scale", "sdo_default_m", "sdo_profile"]
 
@@ -186,6 +187,14 @@ class SDOKernel(VectorKernel):
     log_bandwidth_param = "log_a"
     random_features = True
     nonnegative = False
+    _parameter_constraints = {
+        **VectorKernel._parameter_constraints,
+        "a": [None, *POSITIVE],
+        "m": [None, *COUNT],
+        "n_features": COUNT,
+        "seed": SEED,
+        "log_a": [None, Interval(Real, None, None, closed="neither")],  # finite
+    }
 
     def __init__(
         self,
@@ -205,23 +214,11 @@ class SDOKernel(VectorKernel):
         self.seed = seed
         self.log_a = log_a
 
-    def _check_params(self) -> None:
-        if self.a is not None and self.log_a is not None:
+    def _fit(self, d: int) -> None:
+        if self.a is not None and self.log_a is not None:  # the one rule between parameters
             raise ValueError(
                 f"give `a` or `log_a`, not both (got a={self.a!r}, log_a={self.log_a!r})"
             )
-        if self.log_a is None:
-            check_positive(1.0 if self.a is None else self.a, "a")
-        elif isinstance(self.log_a, bool) or not (
-            isinstance(self.log_a, (int, float)) and math.isfinite(self.log_a)
-        ):
-            raise ValueError(f"`log_a` must be a finite real number, got {self.log_a!r}")
-        check_int(self.n_features, "n_features")
-        check_int(self.seed, "seed", minimum=0)
-        if self.m is not None:
-            check_int(self.m, "m")
-
-    def _fit(self, d: int) -> None:
         m = sdo_default_m(d) if self.m is None else int(self.m)
         if 2 * m <= d:
             raise ValueError(

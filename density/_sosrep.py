@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from numbers import Real
 
 import numpy as np
 import torch
@@ -22,7 +23,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import Expansion, VectorKernel
 from ._natural_gradient import FeatureGram, sosrep_solve
-from ._validation import as_data, check_int, check_positive, resolve_device
+from ._validation import (
+    COUNT,
+    DEVICE,
+    POSITIVE,
+    SEED,
+    Interval,
+    IsInstance,
+    as_data,
+    resolve_device,
+    validate_estimator,
+)
 
 __all__ = ["SOSREP"]
 
@@ -50,12 +61,14 @@ def use_dense_gram(n: int, lr: float, tol: float) -> bool:
     return n <= DENSE_GRAM_N_PER_STEP * expected_steps(lr, tol)
 
 
+#: The ``kernel`` parameter of the estimators.
+KERNEL = [
+    IsInstance(VectorKernel, "a density kernel (GaussianKernel, LaplacianKernel or SDOKernel)")
+]
+
+
 def _fit_kernel(kernel: VectorKernel, X, device, min_samples: int):
-    if not isinstance(kernel, VectorKernel):
-        raise TypeError(
-            "`kernel` must be a density kernel (GaussianKernel, LaplacianKernel, SDOKernel), "
-            f"got {type(kernel).__name__}"
-        )
+    """(the fitted clone of ``kernel``, X as its tensor); the parameters are checked."""
     kernel_ = clone(kernel)
     if device is not None:
         kernel_.set_params(device=resolve_device(device))
@@ -107,6 +120,15 @@ class SOSREP(FittedExpansionEstimator):
     clamped to a small number.
     """
 
+    _parameter_constraints = {
+        "kernel": KERNEL,
+        "lr": [Interval(Real, 0, 0.5, closed="neither")],
+        "max_iter": COUNT,
+        "tol": POSITIVE,
+        "device": DEVICE,
+        "seed": SEED,
+    }
+
     def __init__(
         self,
         kernel: VectorKernel,
@@ -125,11 +147,7 @@ class SOSREP(FittedExpansionEstimator):
 
     def fit(self, X, y=None) -> SOSREP:
         """Fit on X (n, d), n >= 2; returns self."""
-        check_positive(self.tol, "tol")
-        check_int(self.max_iter, "max_iter")
-        check_int(self.seed, "seed", minimum=0)
-        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 0.5):
-            raise ValueError(f"`lr` must be a float in (0, 1/2), got {self.lr!r}")
+        validate_estimator(self)
         t0 = time.perf_counter()
         self.kernel_, Xt = _fit_kernel(self.kernel, X, self.device, min_samples=2)
         k = self.kernel_

@@ -1,38 +1,60 @@
-"""Input checks for the density estimators: vector data (n, d) and scalar parameters.
+"""Input checks for the density estimators: the data (n, d), and the parameters in the
+project's one dialect.
 
 Data come in as a numpy array or torch tensor of shape (n, d) and leave as a torch tensor on
-the estimator's device and dtype. NaN/inf, empty arrays, d = 0 and 1-D input raise.
+the estimator's device and dtype (:func:`as_data`). NaN/inf, empty arrays, d = 0 and 1-D input
+raise.
+
+Parameters: each class declares ``_parameter_constraints`` (checked at ``fit`` by
+:func:`tskernels.validation.validate_estimator`) and each public function declares its
+arguments with :func:`tskernels.validation.validate_params`; the constraint objects are
+re-exported here, with the two lists the package repeats (:data:`DEVICE`, :data:`DTYPE`).
 """
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import torch
 
 from tskernels.validation import (  # noqa: F401  (re-exported)
+    Interval,
+    IsInstance,
+    Options,
+    StrOptions,
+    TorchDevice,
     as_points,
-    check_int,
-    check_positive,
     resolve_device,
     resolve_dtype,
+    validate_estimator,
+    validate_params,
 )
 
 __all__ = [
+    "DEVICE",
+    "DTYPE",
+    "COUNT",
+    "POSITIVE",
+    "SEED",
     "as_data",
-    "check_positive",
-    "check_int",
-    "check_fraction",
     "resolve_device",
     "resolve_dtype",
+    "validate_estimator",
+    "validate_params",
 ]
 
-
-def check_fraction(value, name: str) -> float:
-    """A float strictly between 0 and 1."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:
-        raise ValueError(f"`{name}` must be a float in (0, 1), got {value!r}")
-    return float(value)
+#: ``device``: None (the CPU, or the kernel's) or a torch device or its name.
+DEVICE = [None, TorchDevice()]
+#: ``dtype``: None (float64), "float32"/"float64" or the torch dtype.
+DTYPE = [
+    None,
+    StrOptions({"float32", "float64"}),
+    Options(torch.dtype, {torch.float32, torch.float64}),
+]
+#: A positive finite float; an integer >= 1; an integer >= 0 (a seed).
+POSITIVE = [Interval(Real, 0, None, closed="neither")]
+COUNT = [Interval(Integral, 1, None, closed="left")]
+SEED = [Interval(Integral, 0, None, closed="left")]
 
 
 def as_data(

@@ -18,12 +18,20 @@ estimator checks) take them:
   :class:`NameOf` (one of the names a registry lists when checked), so that declaring them
   imports neither torch nor the registries (``from novelty import KernelNoveltyDetector``
   stays light).
+
+A public function or method (not a class's parameters) declares its arguments with
+:func:`validate_arguments` (``tskernels.validation.validate_params``, scikit-learn's
+``validate_params`` decorator in the project's implementation; named apart from
+:func:`validate_params`, the class check): ``@validate_arguments({"rank": RANK})``.
+:class:`SequenceOf` and the shared lists :data:`ALPHA`, :data:`ALPHAS` and :data:`RANK` are
+the scorers' method arguments.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
+from numbers import Integral, Real
 
 from sklearn.utils import _param_validation as _sk
 from sklearn.utils._param_validation import (
@@ -35,6 +43,11 @@ from sklearn.utils._param_validation import (
 )
 
 __all__ = [
+    "ALPHA",
+    "ALPHAS",
+    "RANK",
+    "SequenceOf",
+    "validate_arguments",
     "HasMethods",
     "InstanceOf",
     "Interval",
@@ -88,6 +101,44 @@ class NameOf(StrOptions):
     @options.setter
     def options(self, value):  # StrOptions.__init__ sets it; the names are read at use
         pass
+
+
+def validate_arguments(parameter_constraints: dict):
+    """The decorator checking a public function's arguments:
+    :func:`tskernels.validation.validate_params` (imported when a module decorates, so that
+    declaring constraints here imports no torch)."""
+    from tskernels.validation import validate_params as decorator
+
+    return decorator(parameter_constraints)
+
+
+class SequenceOf(_sk._Constraint):
+    """A non-empty sequence (list, tuple, numpy array or torch tensor; not a string) whose
+    every item satisfies ``constraint``."""
+
+    def __init__(self, constraint):
+        super().__init__()
+        self.constraint = constraint
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (str, bytes)) or not hasattr(val, "__getitem__"):
+            return False
+        try:
+            items = [v.item() if hasattr(v, "item") else v for v in list(val)]
+        except TypeError:  # not iterable: a 0-d array, a mapping's keys are no sequence
+            return False
+        return len(items) > 0 and all(self.constraint.is_satisfied_by(v) for v in items)
+
+    def __str__(self):
+        return f"a non-empty sequence, each item {self.constraint}"
+
+
+#: A kernel Mahalanobis regulariser: one positive float; or one or a sequence of them.
+ALPHA = [Interval(Real, 0, None, closed="neither")]
+ALPHAS = [*ALPHA, SequenceOf(ALPHA[0])]
+#: The rank argument of the Mahalanobis scores: None (every kept component), an int >= 1 (at
+#: most the kept components: checked against the fit) or "all" (every rank 1..M).
+RANK = [None, Interval(Integral, 1, None, closed="left"), StrOptions({"all"})]
 
 
 def validate_params(estimator) -> None:

@@ -103,7 +103,11 @@ def test_log_scale_large_d_is_finite():
 def test_bad_sdo_parameters():
     X = torch.zeros(2, 4)
     for bad in (0.0, -1.0, float("nan"), float("inf")):
-        with pytest.raises(ValueError, match="`a` must be a positive float"):
+        with pytest.raises(
+            ValueError,
+            match=r"The 'a' parameter of SDOKernel must be None or a float in the range \(0.0, "
+            r"inf\)",
+        ):
             SDOKernel(a=bad).fit(X)
     with pytest.raises(ValueError, match="must exceed d/2"):
         SDOKernel(a=1.0, m=2).fit(X)

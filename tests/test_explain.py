@@ -178,17 +178,17 @@ def test_errors(fitted):
         KernelNoveltyDetector().explain(X[:1])
     with pytest.raises(ValueError, match="channel mismatch"):
         det.explain(X[:1, :, :2])
-    with pytest.raises(ValueError, match="`window`"):
+    with pytest.raises(ValueError, match="The 'window' parameter of explain must be"):
         det.explain(X[:1], window=0.0)
-    with pytest.raises(ValueError, match="`window`"):
+    with pytest.raises(ValueError, match="The 'window' parameter of explain must be"):
         det.explain(X[:1], window=True)
-    with pytest.raises(ValueError, match="`coverage`"):
+    with pytest.raises(ValueError, match="The 'coverage' parameter of explain must be"):
         det.explain(X[:1], coverage=0)
-    with pytest.raises(ValueError, match="`reference`"):
+    with pytest.raises(ValueError, match="The 'reference' parameter of explain must be"):
         det.explain(X[:1], reference="mean")
-    with pytest.raises(ValueError, match="`time_channels`"):
+    with pytest.raises(ValueError, match="The 'time_channels' parameter of explain must be"):
         det.explain(X[:1], time_channels="some")
-    with pytest.raises(ValueError, match="`top_share`"):
+    with pytest.raises(ValueError, match="The 'top_share' parameter of explain must be"):
         det.explain(X[:1], top_share=0.0)
     with pytest.raises(ValueError, match="d=2 channels"):
         det.explain(X[:1], corpus=X[..., :2])

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -96,10 +98,14 @@ def test_gram_converter():
 
 @pytest.mark.parametrize("value", [0, -2, 1.5, True, "all"])
 def test_n_jobs_rule(value):
-    from tskernels.validation import check_n_jobs
-
-    with pytest.raises(ValueError, match="`n_jobs` must be -1 or a positive integer"):
-        check_n_jobs(value)
+    """The one n_jobs rule, declared by Kernel: None, -1 or a positive int."""
+    k = tk.FlattenedKernel(tk.Linear(), n_jobs=value)
+    with pytest.raises(
+        ValueError,
+        match=r"The 'n_jobs' parameter of FlattenedKernel must be None, -1 \(all cores\) or an "
+        rf"int in the range \[1, inf\)\. Got {re.escape(repr(value))} instead",
+    ):
+        k.gram(np.ones((2, 3, 1)))
 
 
 SPEC_NAMES = sorted(tk.kernel_registry())

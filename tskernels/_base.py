@@ -42,7 +42,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from ._constraints import Constraint, Interval, Options, StrOptions
+from ._constraints import Constraint, Interval, Options, StrOptions, TorchDevice
 from ._params import Parametrized
 from ._threads import threads
 from .validation import (
@@ -120,26 +120,6 @@ def normalize_gram_(
     return K
 
 
-def check_max_memory(value, name: str = "max_memory") -> int:
-    """``max_memory``: None (the default budget) or a positive integer number of bytes."""
-    if value is None:
-        return DEFAULT_MAX_MEMORY
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(
-            f"`max_memory` must be None or a positive integer number of bytes, got {value!r}"
-        )
-    return int(value)
-
-
-def check_block_size(value, name: str = "block_size") -> int | None:
-    """``block_size``: None (sized by ``max_memory``) or a positive integer of series."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"`block_size` must be None or a positive integer, got {value!r}")
-    return int(value)
-
-
 class _AllCores(Constraint):
     """``n_jobs=-1``: every core."""
 
@@ -148,22 +128,6 @@ class _AllCores(Constraint):
 
     def __str__(self) -> str:
         return "-1 (all cores)"
-
-
-class _TorchDevice(Constraint):
-    """A torch device or its name (whether CUDA is available is checked at use)."""
-
-    def is_satisfied_by(self, value) -> bool:
-        if not isinstance(value, (str, torch.device)):
-            return False
-        try:
-            torch.device(value)
-        except (RuntimeError, TypeError, ValueError):
-            return False
-        return True
-
-    def __str__(self) -> str:
-        return "a torch.device or its name ('cpu', 'cuda', 'cuda:1', ...)"
 
 
 def check_normalize(normalize) -> bool:
@@ -204,7 +168,7 @@ class Kernel(Parametrized, ABC):
     _parameter_constraints = {
         "backend": [StrOptions({"auto", "numba", "torch"})],
         "n_jobs": [None, _AllCores(), Interval(Integral, 1, None, closed="left")],
-        "device": [None, _TorchDevice()],
+        "device": [None, TorchDevice()],
         "dtype": [
             None,
             StrOptions({"float32", "float64"}),
@@ -383,8 +347,8 @@ class Kernel(Parametrized, ABC):
 
     @property
     def _budget(self) -> int:
-        """The working-memory budget per block, bytes."""
-        return check_max_memory(self.max_memory)
+        """The working-memory budget per block, bytes (``max_memory`` checked at the call)."""
+        return DEFAULT_MAX_MEMORY if self.max_memory is None else int(self.max_memory)
 
     def _prepare(self, X, Y) -> tuple[Kernel, SeriesBatch, SeriesBatch | None]:
         """The prologue of every public call: parameters checked once, inputs checked once,
@@ -411,9 +375,8 @@ class Kernel(Parametrized, ABC):
         return batch
 
     def _block_rows(self, X: SeriesBatch, Y: SeriesBatch) -> int:
-        block_size = check_block_size(self.block_size)
-        if block_size is not None:
-            return block_size
+        if self.block_size is not None:  # checked at the call
+            return int(self.block_size)
         pairs = max(1, self._budget // max(1, self._pair_bytes(X, Y)))
         return max(1, math.isqrt(pairs))
 

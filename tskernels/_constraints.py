@@ -27,10 +27,21 @@ value by value and message by message. :func:`validate_parameter_constraints` ra
 ``InvalidParameterError`` (a ValueError and a TypeError; imported only when raising), with
 its message: ``The 'sigma' parameter of RBF must be a float in the range (0.0, inf). Got -1
 instead.``
+
+The one dialect of the project (docs/architecture.md, "Validation"): a class declares
+``_parameter_constraints`` and checks the table in one place (``Parametrized._check_parameters``
+for the kernels, ``novelty._constraints.validate_params`` for the estimators); a public
+function or method declares its arguments' constraints with the :func:`validate_params`
+decorator (scikit-learn's ``validate_params`` style, without importing scikit-learn and without
+its renaming of nested errors). Both take these constraint objects and scikit-learn's own (any
+object with ``is_satisfied_by``). Data checks (shape, NaN, channel counts, overflow) are no
+parameters: they stay functions of :mod:`tskernels.validation`.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from abc import ABC, abstractmethod
 from numbers import Integral, Real
@@ -41,9 +52,13 @@ __all__ = [
     "Constraint",
     "HasMethods",
     "Interval",
+    "IsInstance",
     "Options",
     "StrOptions",
+    "TorchDevice",
+    "validate_estimator",
     "validate_parameter_constraints",
+    "validate_params",
 ]
 
 
@@ -144,6 +159,39 @@ class HasMethods(Constraint):
         return f"an object implementing {listed}"
 
 
+class IsInstance(Constraint):
+    """Instances of ``types`` (a class or a tuple of classes), described as ``description``
+    in the message ("a density kernel (GaussianKernel, LaplacianKernel or SDOKernel)")."""
+
+    def __init__(self, types, description: str):
+        self.types, self.description = types, description
+
+    def is_satisfied_by(self, value) -> bool:
+        return isinstance(value, self.types)
+
+    def __str__(self) -> str:
+        return self.description
+
+
+class TorchDevice(Constraint):
+    """A torch device or its name (whether CUDA is available is checked at use, by
+    :func:`tskernels.validation.resolve_device`)."""
+
+    def is_satisfied_by(self, value) -> bool:
+        import torch  # loaded by tskernels anyway; not at this module's import
+
+        if not isinstance(value, (str, torch.device)):
+            return False
+        try:
+            torch.device(value)
+        except (RuntimeError, TypeError, ValueError):
+            return False
+        return True
+
+    def __str__(self) -> str:
+        return "a torch.device or its name ('cpu', 'cuda', 'cuda:1', ...)"
+
+
 class _Is(Constraint):
     def __init__(self, test, text: str):
         self._test, self._text = test, text
@@ -188,6 +236,8 @@ def _as_constraint(c) -> Constraint:
         return _Is(callable, "a callable")
     if isinstance(c, type):
         return _instance_of(c)
+    if callable(getattr(c, "is_satisfied_by", None)):  # scikit-learn's constraint objects
+        return c
     if isinstance(c, str) and c == "boolean":
         bool_, np_bool = _instance_of(bool), _instance_of(np.bool_)
         return _InstanceOf((bool, np.bool_), f"{bool_} or {np_bool}")
@@ -237,3 +287,53 @@ def _raise(name: str, value, checks: list, caller_name: str):
     raise InvalidParameterError(
         f"The {name!r} parameter of {caller_name} must be {allowed}. Got {value!r} instead."
     )
+
+
+def validate_estimator(estimator) -> None:
+    """Check every constructor parameter of a scikit-learn-style ``estimator`` (its
+    ``get_params(deep=False)``) against its class's ``_parameter_constraints``, as
+    :func:`validate_parameter_constraints`; a parameter the class declares no constraint for
+    is a bug of the class (TypeError)."""
+    cls = type(estimator)
+    params = estimator.get_params(deep=False)
+    missing = sorted(set(params) - set(cls._parameter_constraints))
+    if missing:
+        raise TypeError(f"{cls.__name__} declares no constraint for its parameters {missing}")
+    validate_parameter_constraints(cls._parameter_constraints, params, cls.__name__)
+
+
+def validate_params(parameter_constraints: dict):
+    """Decorator: check the arguments of a public function (or method) against
+    ``parameter_constraints`` (name -> list of constraints, as a class declares them) at each
+    call, before the body runs; the arguments left at their defaults are not checked (the
+    defaults are valid by declaration, tested where the function is). A bad argument raises
+    scikit-learn's ``InvalidParameterError`` (a ValueError and a TypeError) naming it, the
+    function and the allowed values: ``The 'coverage' parameter of explain must be an int in
+    the range [1, inf). Got 0 instead.`` A declared name the function does not take is a
+    TypeError when decorating.
+
+    >>> from numbers import Integral
+    >>> @validate_params({"n": [Interval(Integral, 1, None, closed="left")]})
+    ... def repeat(word, n=2):
+    ...     return word * n
+    >>> repeat("ab", n=3)
+    'ababab'
+    """
+
+    def decorate(func):
+        signature = inspect.signature(func)
+        unknown = sorted(set(parameter_constraints) - set(signature.parameters))
+        if unknown:
+            raise TypeError(f"{func.__qualname__} declares constraints for {unknown}, not its own")
+        caller = func.__qualname__
+
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            given = signature.bind(*args, **kwargs).arguments  # a TypeError as the call's own
+            validate_parameter_constraints(parameter_constraints, given, caller)
+            return func(*args, **kwargs)
+
+        checked.parameter_constraints = parameter_constraints
+        return checked
+
+    return decorate

@@ -1,15 +1,20 @@
-"""The one thread helper of the kernels: ``n_jobs`` (:func:`tskernels.validation.check_n_jobs`)
-sets the thread count of the pool a computation runs on, numba's or torch's, for the duration
-of a call, and restores it afterwards. ``None`` leaves the current setting."""
+"""The one thread helper of the kernels: ``n_jobs`` (declared by ``tskernels.Kernel``: None, -1
+or a positive int, checked there) sets the thread count of the pool a computation runs on,
+numba's or torch's, for the duration of a call, and restores it afterwards. ``None`` leaves
+the current setting."""
 
 from __future__ import annotations
 
 import os
 from contextlib import contextmanager
 
-from .validation import resolve_n_jobs
-
 __all__ = ["threads"]
+
+
+def resolve_n_jobs(n_jobs: int, cap: int) -> int:
+    """Thread count for a checked ``n_jobs`` (-1 or a positive int): -1 is ``cap``, a
+    positive integer is capped at ``cap``."""
+    return cap if n_jobs == -1 else min(int(n_jobs), cap)
 
 
 @contextmanager

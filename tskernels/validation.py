@@ -18,22 +18,35 @@ is checked by construction: passing one back to :func:`as_series_batch` (or to a
 fast path for internal callers that validated at the outermost public call. ``as_points``
 and ``as_gram`` take ``assume_checked=True`` for the same purpose (conversion only).
 
-Parameters: :func:`check_positive`, :func:`check_nonnegative`, :func:`check_int`,
-:func:`check_bool`, :func:`check_option`, and :func:`check_n_jobs`, the one ``n_jobs`` rule of
-every kernel: ``None`` (the library's default thread count), ``-1`` (all cores) or a positive
-integer; anything else raises. :func:`resolve_n_jobs` turns it into a thread count.
-Messages read "`sigma` must be a positive float, got -1.0".
+Parameters are no business of this module's functions: a class declares them
+(``_parameter_constraints``, checked in one place: :func:`validate_estimator` for a
+scikit-learn-style estimator) and a public function decorates itself with
+:func:`validate_params` (scikit-learn's dialect; the constraint objects of
+``tskernels._constraints`` are re-exported here for the other packages). A bad value raises
+scikit-learn's ``InvalidParameterError`` naming the parameter, its owner and the allowed
+values. The converters :func:`resolve_dtype` and :func:`resolve_device` turn a checked
+setting into a torch object (and raise where it cannot be one on this machine: CUDA absent).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 import torch
+
+from ._constraints import (
+    Constraint,
+    HasMethods,
+    Interval,
+    IsInstance,
+    Options,
+    StrOptions,
+    TorchDevice,
+    validate_estimator,
+    validate_params,
+)
 
 __all__ = [
     "SeriesBatch",
@@ -42,17 +55,19 @@ __all__ = [
     "as_points",
     "as_series_arrays",
     "as_series_batch",
-    "check_bool",
     "check_channels",
     "check_finite",
-    "check_int",
-    "check_n_jobs",
-    "check_nonnegative",
-    "check_option",
-    "check_positive",
     "resolve_device",
     "resolve_dtype",
-    "resolve_n_jobs",
+    "validate_estimator",
+    "validate_params",
+    "Constraint",
+    "HasMethods",
+    "Interval",
+    "IsInstance",
+    "Options",
+    "StrOptions",
+    "TorchDevice",
 ]
 
 
@@ -80,72 +95,6 @@ def resolve_device(device) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"`device` is {device} but CUDA is not available on this machine")
     return device
-
-
-def check_positive(value, name: str) -> float:
-    """A finite float > 0."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
-        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"`{name}` must be a positive float, got {value!r}")
-    return float(value)
-
-
-def check_nonnegative(value, name: str) -> float:
-    """A finite float >= 0."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
-        raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
-    if value < 0:
-        raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
-    return float(value)
-
-
-def check_int(value, name: str, minimum: int = 1) -> int:
-    """An integer >= ``minimum`` (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def check_bool(value, name: str) -> bool:
-    """True or False (numpy bools accepted)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"`{name}` must be True or False, got {value!r}")
-    return bool(value)
-
-
-def check_option(value, name: str, options: Sequence) -> object:
-    """One of ``options``."""
-    if any(value is o or (type(value) is type(o) and value == o) for o in options):
-        return value
-    shown = ", ".join(repr(o) for o in options)
-    raise ValueError(f"`{name}` must be one of {shown}, got {value!r}")
-
-
-def check_n_jobs(n_jobs, name: str = "n_jobs") -> int | None:
-    """The ``n_jobs`` rule shared by every kernel: ``None`` (the library's default thread
-    count), ``-1`` (all cores) or a positive integer; returns it as an int (or None)."""
-    if n_jobs is None:
-        return None
-    if (
-        isinstance(n_jobs, bool)
-        or not isinstance(n_jobs, Integral)
-        or (n_jobs < 1 and n_jobs != -1)
-    ):
-        raise ValueError(
-            f"`{name}` must be -1 or a positive integer (or None: the default), got {n_jobs!r}"
-        )
-    return int(n_jobs)
-
-
-def resolve_n_jobs(n_jobs, cap: int | None = None) -> int | None:
-    """Thread count for ``n_jobs`` (checked): None stays None (keep the current setting),
-    -1 is ``cap`` (default: the machine's cores), a positive integer is capped at ``cap``."""
-    n = check_n_jobs(n_jobs)
-    if n is None:
-        return None
-    cap = cap if cap is not None else (os.cpu_count() or 1)
-    return cap if n == -1 else min(n, cap)
 
 
 # ---------------------------------------------------------------------------- values

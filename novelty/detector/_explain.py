@@ -68,12 +68,16 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from .._constraints import Interval, StrOptions, validate_arguments
 from .._missing import resample_linear
 
 __all__ = ["Explanation", "explain", "plot_explanation", "occlusion_windows"]
 
 REFERENCES = ("nearest", "median")
 TIME_CHANNELS = ("top", "all")
+#: The arguments' constraints (the one dialect: :mod:`novelty._constraints`).
+_WINDOW = [Interval(Integral, 1, None, closed="left"), Interval(Real, 0, 1, closed="right")]
+_AT_LEAST_ONE = [Interval(Integral, 1, None, closed="left")]
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +115,7 @@ class Explanation:
         return len(self.novelty)
 
 
+@validate_arguments({"window": _WINDOW, "coverage": _AT_LEAST_ONE})
 def occlusion_windows(T: int, window=0.1, coverage: int = 2) -> tuple[np.ndarray, int]:
     """Start steps of the occluded windows of a series of ``T`` steps and their length:
     returns (starts (W,), L); see the module docstring for the formula.
@@ -131,6 +136,16 @@ def occlusion_windows(T: int, window=0.1, coverage: int = 2) -> tuple[np.ndarray
     return np.round(np.arange(W) * ((T - L) / (W - 1))).astype(np.int64), L
 
 
+@validate_arguments(
+    {
+        "window": _WINDOW,
+        "coverage": _AT_LEAST_ONE,
+        "reference": [StrOptions(set(REFERENCES))],
+        "batch_size": _AT_LEAST_ONE,
+        "time_channels": [StrOptions(set(TIME_CHANNELS))],
+        "top_share": [Interval(Real, 0, 1, closed="right")],
+    }
+)
 def explain(
     detector,
     X,
@@ -170,19 +185,6 @@ def explain(
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(detector, "members_")
-    _check_window(window)
-    _check_int(coverage, "coverage")
-    _check_int(batch_size, "batch_size")
-    if not (isinstance(reference, str) and reference in REFERENCES):
-        raise ValueError(f"`reference` must be one of {REFERENCES}, got {reference!r}")
-    if not (isinstance(time_channels, str) and time_channels in TIME_CHANNELS):
-        raise ValueError(f"`time_channels` must be one of {TIME_CHANNELS}, got {time_channels!r}")
-    if (
-        isinstance(top_share, bool)
-        or not isinstance(top_share, Real)
-        or not 0.0 < float(top_share) <= 1.0
-    ):
-        raise ValueError(f"`top_share` must be a float in (0, 1], got {top_share!r}")
     Xs = _checked(detector, X)
     C = _raw_corpus(detector, corpus)
     series = list(Xs)
@@ -247,6 +249,9 @@ def explain(
     )
 
 
+@validate_arguments(
+    {"i": [Interval(Integral, None, None, closed="neither")], "max_channels": _AT_LEAST_ONE}
+)
 def plot_explanation(detector_or_explanation, X, i: int = 0, *, max_channels: int = 6,
                      figsize=None, **explain_kwargs):  # fmt: skip
     """One figure for series ``i`` of ``X``: the channel ranking (bars of the channel
@@ -258,9 +263,6 @@ def plot_explanation(detector_or_explanation, X, i: int = 0, *, max_channels: in
     ``explain_kwargs``, and the reference it was occluded with is drawn dashed) or the
     :class:`Explanation` of the whole ``X``. Returns the matplotlib Figure.
     """
-    if isinstance(i, bool) or not isinstance(i, Integral):
-        raise ValueError(f"`i` must be an integer index of a series of X, got {i!r}")
-    _check_int(max_channels, "max_channels")
     import matplotlib.pyplot as plt
 
     from .._layouts import as_series_collection
@@ -500,32 +502,7 @@ def _raw_corpus(detector, corpus) -> list[np.ndarray]:
     )
 
 
-def _window_options(kwargs: dict) -> tuple:
-    return kwargs.get("window", 0.1), kwargs.get("coverage", 2)
-
-
 def _window_length(T: int, window) -> int:
     if isinstance(window, Integral):
         return int(min(window, T))
     return max(1, int(round(float(window) * T)))
-
-
-def _check_window(window) -> None:
-    if isinstance(window, bool):
-        ok = False
-    elif isinstance(window, Integral):
-        ok = window >= 1
-    elif isinstance(window, Real):
-        ok = 0.0 < float(window) <= 1.0
-    else:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"`window` must be a fraction in (0, 1] of each series' length or an integer "
-            f"number of steps >= 1, got {window!r}"
-        )
-
-
-def _check_int(v, name: str) -> None:
-    if isinstance(v, bool) or not isinstance(v, Integral) or v < 1:
-        raise ValueError(f"`{name}` must be an integer >= 1, got {v!r}")

@@ -44,11 +44,10 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 
-from .._constraints import StrOptions, validate_params
+from .._constraints import ALPHA, RANK, StrOptions, validate_arguments, validate_params
 from ._baselines import KNNScorer
 from ._folds import LOO_MAX, fold_units
 from ._spectral_support import DIAG_TOL, SpectralSupport, _iterations, spectral_filter
-from ._validation import check_alphas, check_int
 from ._variance_norm import MahalanobisScorer, VarianceNorm, _eigh_descending, kept_rank
 
 __all__ = [
@@ -292,10 +291,8 @@ class FeatureVarianceNorm(FeatureScorer):
 
     def _prepare(self, Phi_test, alpha, rank):
         P = self._test(Phi_test) @ self.components_
-        (a,), scalar = check_alphas(alpha)
-        if not scalar:
-            raise ValueError("FeatureVarianceNorm takes one `alpha` (a positive float)")
-        r = self.n_components_ if rank is None else check_int(rank, "rank")
+        a = float(alpha)  # alpha and rank checked by the public method
+        r = self.n_components_ if rank is None else int(rank)
         if r > self.n_components_:
             raise ValueError(
                 f"`rank`={r} exceeds the {self.n_components_} components kept at fit; "
@@ -307,11 +304,13 @@ class FeatureVarianceNorm(FeatureScorer):
         """Projections ``p_m`` of the test features, Tensor (n_test, r)."""
         return self._test(Phi_test) @ self.components_
 
+    @validate_arguments({"alpha": ALPHA, "rank": RANK[:2]})  # one alpha; None or an int
     def mahalanobis(self, Phi_test, alpha, rank: int | None = None) -> torch.Tensor:
         """Kernel Mahalanobis distance, Tensor (n_test,)."""
         P, w, r = self._prepare(Phi_test, alpha, rank)
         return torch.sqrt((w * (P - self.corpus_mean_[:r]) ** 2).sum(dim=1))
 
+    @validate_arguments({"alpha": ALPHA, "rank": RANK[:2]})
     def conformance(self, Phi_test, alpha, rank: int | None = None) -> torch.Tensor:
         """Whitened distance to the nearest corpus point (exact search), Tensor (n_test,)."""
         P, w, r = self._prepare(Phi_test, alpha, rank)

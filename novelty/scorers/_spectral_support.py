@@ -28,9 +28,10 @@ from numbers import Integral, Real
 
 import torch
 
+from .._constraints import validate_arguments
 from ._gram_scorer import GramScorer, Interval, StrOptions, check_fitted, validate_params
 from ._scorer_registry import deferred_class
-from ._validation import PSD_RTOL, check_cross_gram, check_int, check_test_diag
+from ._validation import PSD_RTOL, check_cross_gram, check_test_diag
 
 __all__ = ["SpectralSupport", "spectral_filter"]
 
@@ -49,6 +50,12 @@ def _nu_coefficients(i: int, nu: float) -> tuple[float, float]:
     return u, omega
 
 
+@validate_arguments(
+    {
+        "filter": [StrOptions(set(FILTERS))],
+        "iterations": [None, Interval(Integral, 1, None, closed="left")],
+    }
+)
 def spectral_filter(
     sigma: torch.Tensor, filter: str, lam: float, iterations: int | None = None, nu: float = 1.0
 ) -> torch.Tensor:
@@ -86,7 +93,7 @@ def spectral_filter(
 
 def _iterations(filter: str, lam: float, iterations: int | None) -> int:
     if iterations is not None:
-        return check_int(iterations, "iterations")
+        return int(iterations)  # checked: the class's constraint or spectral_filter's
     if filter == "landweber":
         return max(1, math.ceil(1.0 / lam))
     return max(1, math.ceil(1.0 / math.sqrt(lam)))

@@ -4,7 +4,9 @@ Corpus Grams must be square, finite, symmetric (to a relative tolerance) and hol
 two points: one rule for every scorer (a single point has no spread, so VarianceNorm cannot
 whiten it, and the distance-type scores of one point say nothing a constant would not). Cross
 Grams (test x corpus) must match the corpus size; an empty test set (0, N) gives empty scores.
-numpy or torch in, float64 torch out (on the input's device for torch inputs).
+numpy or torch in, float64 torch out (on the input's device for torch inputs). These are data
+checks; the scorers' parameters and method arguments are declared constraints
+(:mod:`novelty._constraints`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import scipy.linalg
 import torch
 
 from tskernels import validation as _tv
-from tskernels.validation import check_int, check_positive  # noqa: F401  (re-exported)
 
 __all__ = [
     "as_gram",
@@ -26,9 +27,7 @@ __all__ = [
     "pow2_scale",
     "check_cross_gram",
     "check_test_diag",
-    "check_alphas",
-    "check_positive",
-    "check_int",
+    "as_alphas",
 ]
 
 #: Relative asymmetry max|K - K^T| / max|K| tolerated (and then symmetrised away).
@@ -125,11 +124,9 @@ def check_test_diag(k_diag, n_test: int, name: str, device: torch.device) -> tor
     return t
 
 
-def check_alphas(alpha) -> tuple[list[float], bool]:
-    """(alphas, is_scalar): a positive float or a non-empty sequence of them."""
-    if isinstance(alpha, (Sequence, np.ndarray, torch.Tensor)) and not isinstance(alpha, str):
-        values = [a.item() if hasattr(a, "item") else a for a in list(alpha)]
-        if len(values) == 0:
-            raise ValueError("`alpha` is an empty sequence: give at least one positive float")
-        return [check_positive(a, "alpha") for a in values], False
-    return [check_positive(alpha, "alpha")], True
+def as_alphas(alpha) -> tuple[list[float], bool]:
+    """(alphas, is_scalar) of a checked ``alpha`` (:data:`novelty._constraints.ALPHAS`): a
+    positive float or a non-empty sequence of them, as a list of floats."""
+    if isinstance(alpha, (Sequence, np.ndarray, torch.Tensor)):
+        return [float(a.item() if hasattr(a, "item") else a) for a in list(alpha)], False
+    return [float(alpha)], True

@@ -31,9 +31,10 @@ import scipy.linalg
 import torch
 from sklearn.base import BaseEstimator
 
+from .._constraints import ALPHA, ALPHAS, RANK, validate_arguments
 from ._gram_scorer import GramScorer, Interval, check_fitted, validate_params
 from ._scorer_registry import deferred_class
-from ._validation import PSD_RTOL, check_alphas, check_corpus_gram, check_cross_gram, check_int
+from ._validation import PSD_RTOL, as_alphas, check_corpus_gram, check_cross_gram
 from ._variance_norm_numba import conformance_sq_all_ranks
 
 __all__ = ["ConformanceScorer", "MahalanobisScorer", "VarianceNorm"]
@@ -134,6 +135,7 @@ class VarianceNorm(BaseEstimator):
         return self._project(self._check_test(K_test_corpus))
 
     # ------------------------------------------------------------------ scoring
+    @validate_arguments({"alpha": ALPHAS, "rank": RANK})
     def mahalanobis(self, K_test_corpus, alpha, rank: int | str | None = None) -> torch.Tensor:
         r"""Kernel Mahalanobis distance :math:`(\sum_{m \le r} w_m (p_m - c_m)^2)^{1/2}`.
 
@@ -144,17 +146,18 @@ class VarianceNorm(BaseEstimator):
         """
         return self._score(K_test_corpus, alpha, rank, conformance=False)
 
+    @validate_arguments({"alpha": ALPHAS, "rank": RANK})
     def conformance(self, K_test_corpus, alpha, rank: int | str | None = None) -> torch.Tensor:
         r"""Conformance score :math:`(\min_n \sum_{m \le r} w_m (p_m - E_{nm})^2)^{1/2}`:
         distance to the nearest corpus point in the whitened metric (0 on corpus points).
         Arguments and shapes as :meth:`mahalanobis`."""
         return self._score(K_test_corpus, alpha, rank, conformance=True)
 
+    @validate_arguments({"alpha": ALPHA})
     def weights(self, alpha: float) -> torch.Tensor:
         """w_m = s_m / (s_m + alpha)^2, Tensor (M,)."""
         self._check_fitted()
-        (a,), _ = check_alphas(alpha)
-        return self._weights([a])[0]
+        return self._weights([float(alpha)])[0]
 
     def _weights(self, alphas: list[float]) -> torch.Tensor:
         s = self.eigenvalues_
@@ -166,7 +169,7 @@ class VarianceNorm(BaseEstimator):
 
     def _score(self, K, alpha, rank, conformance: bool) -> torch.Tensor:
         self._check_fitted()
-        alphas, scalar_alpha = check_alphas(alpha)
+        alphas, scalar_alpha = as_alphas(alpha)  # checked by the public method
         r, all_ranks = self._check_rank(rank)
         P = self._project(self._check_test(K))[:, :r]  # (n_test, r)
         W = self._weights(alphas)[:, :r]  # (n_alpha, r)
@@ -192,11 +195,9 @@ class VarianceNorm(BaseEstimator):
         M = self.n_components_
         if rank is None:
             return M, False
-        if isinstance(rank, str):
-            if rank != "all":
-                raise ValueError(f"`rank` must be None, an integer or 'all', got {rank!r}")
+        if isinstance(rank, str):  # "all" (RANK, checked by the public method)
             return M, True
-        r = check_int(rank, "rank")
+        r = int(rank)
         if r > M:
             raise ValueError(
                 f"`rank`={r} exceeds the {M} components kept at fit (eigenvalues above "
