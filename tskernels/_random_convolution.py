@@ -9,6 +9,9 @@ Gram-level scorer applies to ROCKET-type features.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import copy
+import hashlib
 import warnings
 from numbers import Integral
 
@@ -20,9 +23,9 @@ from ._constraints import Interval, StrOptions
 from ._registry import KernelSpec, register
 from ._static import RBF, Linear, StaticKernel
 from ._threads import threads
-from .validation import SeriesBatch, as_series_batch
+from .validation import SeriesBatch, as_series_batch, check_int
 
-__all__ = ["RandomConvolutionKernel"]
+__all__ = ["RandomConvolutionKernel", "sharing_features"]
 
 #: Shortest series each transform accepts: MiniRocket's kernels have 9 taps; MultiRocket also
 #: convolves the first differences, which must have 9 points.
@@ -76,6 +79,102 @@ def _batch_key(X: SeriesBatch) -> tuple:
     except RuntimeError:  # an inference-mode tensor keeps no version: never reused
         version = object()
     return (v.data_ptr(), tuple(v.shape), v.stride(), v.dtype, v.device, version)
+
+
+class _SharedFeatures:
+    """The raw features shared by the random-convolution kernels fitted inside one
+    :func:`sharing_features` block. A fit is keyed by what determines sktime's fitted transform
+    (transform, n_kernels, seed, n_jobs, other_lengths and the corpus batch's values and
+    lengths); the raw features of a batch by its fit's key and the batch. Batches are keyed by a
+    BLAKE2b digest of their float64 values, shape and lengths, and a digest match is confirmed
+    by comparing the values, so a collision never shares features of distinct batches.
+
+    Memory: the entries (raw features, float32 when that is exact, as MiniRocket's are, plus
+    one float64 copy of each batch's values) total at most the ``max_memory`` budget of the
+    kernel storing them (default 512 MiB); a batch beyond it is computed afresh and not kept.
+    The default detector at N = 100 series (10 calibration folds and the final fit, 10,000
+    kernels) keeps about 1,100 rows x 9,996 features x 4 bytes = 44 MB."""
+
+    def __init__(self):
+        self.fits: dict = {}  # fit key -> post-fit transformer (a copy, never transformed)
+        self.raw: dict = {}  # (fit key, batch digest) -> (values, lengths, raw features)
+        self.owners: dict = {}  # id(transformer) -> (transformer, fit key)
+        self.nbytes = 0
+        self.computed = 0  # transforms fitted or features computed
+        self.reused = 0  # transforms or features taken from the memo
+
+    def clear(self) -> None:
+        self.fits.clear()
+        self.raw.clear()
+        self.owners.clear()
+        self.nbytes = 0
+
+    def own(self, transformer, key) -> None:
+        self.owners[id(transformer)] = (transformer, key)
+
+    def key_of(self, transformer):
+        owner = self.owners.get(id(transformer))
+        return None if owner is None or owner[0] is not transformer else owner[1]
+
+    def lookup(self, key, digest: bytes, V: np.ndarray, L: np.ndarray) -> np.ndarray | None:
+        entry = self.raw.get((key, digest))
+        if entry is None or not (
+            np.array_equal(entry[1], L) and np.array_equal(entry[0], V, equal_nan=True)
+        ):
+            return None
+        self.reused += 1
+        return entry[2].astype(np.float64)  # a fresh float64 copy: the caller may keep it
+
+    def store(self, key, digest: bytes, V: np.ndarray, L: np.ndarray, raw, budget: int) -> None:
+        small = raw.astype(np.float32)
+        if not np.array_equal(small, raw):  # kept as float64 unless float32 is exact
+            small = raw.copy()
+        size = small.nbytes + V.nbytes + L.nbytes
+        if (key, digest) in self.raw or self.nbytes + size > budget:
+            return
+        self.raw[(key, digest)] = (V.copy(), L.copy(), small)
+        self.nbytes += size
+
+
+#: The memo of the enclosing :func:`sharing_features` block: None outside one, False in a block
+#: that disables sharing.
+_SHARED: contextvars.ContextVar = contextvars.ContextVar("random_convolution_shared", default=None)
+
+
+@contextlib.contextmanager
+def sharing_features(enabled: bool = True):
+    """Within the block, :class:`RandomConvolutionKernel` fits with equal raw-feature parameters
+    (transform, n_kernels, seed, n_jobs, other_lengths) on equal corpora (values and lengths)
+    share one fitted transform (each kernel gets its own copy) and the raw features of every
+    batch that they transform: each is computed once. The results are bit for bit those
+    computed afresh (sktime's transform is a deterministic function of its fit and the batch;
+    the power transform or standardisation, fitted per kernel, is not shared). The memory is
+    released when the outermost block ends; a nested block joins the outer one, and
+    ``enabled=False`` turns sharing off inside it (nested blocks included). Yields the memo
+    (``computed`` and ``reused`` count transforms), or None when disabled. The detector's fit
+    runs its members in one block (its MiniRocket members cross-fit on the same folds)."""
+    current = _SHARED.get()
+    if current is not None:  # nested: join the outer block (or stay disabled)
+        yield current or None
+        return
+    memo = _SharedFeatures() if enabled else False
+    token = _SHARED.set(memo)
+    try:
+        yield memo or None
+    finally:
+        _SHARED.reset(token)
+        if memo:
+            memo.clear()
+
+
+def _batch_digest(X: SeriesBatch) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """(BLAKE2b digest, float64 values, lengths) of a batch, as the shared memo keys it."""
+    V = np.ascontiguousarray(X.values.detach().cpu().numpy(), dtype=np.float64)
+    L = np.ascontiguousarray(X.lengths.cpu().numpy(), dtype=np.int64)
+    h = hashlib.blake2b(repr((V.shape, V.dtype.str)).encode(), digest_size=32)
+    h.update(L.tobytes())
+    h.update(V.tobytes())
+    return h.digest(), V, L
 
 
 def _writeable_parameters(transformer) -> None:
@@ -317,21 +416,28 @@ class RandomConvolutionKernel(Kernel):
                 "transform='multirocket' needs an equal-length corpus (sktime has no "
                 "unequal-length MultiRocket): use transform='minirocket' or resample the series"
             )
-        transformer = self._make_transformer(batch.equal_length)
         length = batch.length if batch.equal_length else None
-        data = self._to_sktime(batch, length, "X")
-        # MultiRocket seeds numpy's legacy global generator: restore the caller's state
-        state = np.random.get_state()  # noqa: NPY002
-        try:
-            with warnings.catch_warnings():
-                # MiniRocketMultivariateVariable suggests MiniRocket for d = 1, and
-                # MiniRocketMultivariate when every series was padded to the same length
-                warnings.filterwarnings("ignore", message="X is univariate")
-                warnings.filterwarnings("ignore", message="X is of equal length")
-                transformer.fit(data)
-        finally:
-            np.random.set_state(state)  # noqa: NPY002
-        raw = self._raw_features(transformer, batch, length)
+        shared = _SHARED.get() or None
+        key = transformer = None
+        if shared is not None:
+            digest, V, L = _batch_digest(batch)
+            params = (self.transform, int(self.n_kernels), int(self.seed), self.n_jobs)
+            key = (params, self.other_lengths, digest)
+            known = shared.fits.get(key)
+            if known is not None and np.array_equal(
+                shared.raw[(key, digest)][0], V, equal_nan=True
+            ):
+                transformer = copy.deepcopy(known)
+                shared.reused += 1
+        if transformer is None:
+            transformer = self._fit_transformer(batch, length)
+            if shared is not None:
+                shared.computed += 1
+        if shared is not None:
+            shared.own(transformer, key)
+        raw = self._fitted_raw(transformer, batch, length)
+        if shared is not None and key not in shared.fits and (key, digest) in shared.raw:
+            shared.fits[key] = copy.deepcopy(transformer)  # sktime's transform keeps no state
         if self.power_transform:
             scaler = YeoJohnson()  # sklearn's criterion, vectorised (its Brent: 10 ms/feature)
         else:
@@ -351,6 +457,38 @@ class RandomConvolutionKernel(Kernel):
         self.series_length_ = length
         self.static_ = Linear(scale=1.0 / self.n_features_) if self.static is None else self.static
         return self
+
+    def _fit_transformer(self, batch: SeriesBatch, length: int | None):
+        """sktime's transform fitted on the checked corpus ``batch``."""
+        transformer = self._make_transformer(batch.equal_length)
+        data = self._to_sktime(batch, length, "X")
+        # MultiRocket seeds numpy's legacy global generator: restore the caller's state
+        state = np.random.get_state()  # noqa: NPY002
+        try:
+            with warnings.catch_warnings():
+                # MiniRocketMultivariateVariable suggests MiniRocket for d = 1, and
+                # MiniRocketMultivariate when every series was padded to the same length
+                warnings.filterwarnings("ignore", message="X is univariate")
+                warnings.filterwarnings("ignore", message="X is of equal length")
+                transformer.fit(data)
+        finally:
+            np.random.set_state(state)  # noqa: NPY002
+        return transformer
+
+    def _fitted_raw(self, transformer, X: SeriesBatch, length: int | None) -> np.ndarray:
+        """:meth:`_raw_features`, taken from (and given to) the enclosing
+        :func:`sharing_features` block when ``transformer`` was fitted in it."""
+        shared = _SHARED.get() or None
+        key = None if shared is None else shared.key_of(transformer)
+        if key is None:
+            return self._raw_features(transformer, X, length)
+        digest, V, L = _batch_digest(X)
+        raw = shared.lookup(key, digest, V, L)
+        if raw is None:
+            raw = self._raw_features(transformer, X, length)
+            shared.computed += 1
+            shared.store(key, digest, V, L, raw, self._budget)
+        return raw
 
     # ------------------------------------------------------------------ features
     def _to_sktime(self, X: SeriesBatch, length: int | None, name: str):
@@ -386,9 +524,10 @@ class RandomConvolutionKernel(Kernel):
     def _chunk_rows(self, X: SeriesBatch, n_features: int) -> int:
         """Series per transform call: ``block_size``, else as many as fit in ``max_memory``
         (raw float32, float64 and transformed copies of the features plus the series)."""
-        if self.block_size is not None:  # block_size and max_memory checked at the call
+        if self.block_size is not None:
+            check_int(self.block_size, "block_size")
             return int(self.block_size)
-        budget = self._budget
+        budget = self._budget  # checked (tskernels._base.check_max_memory)
         per_series = 20 * n_features + 16 * X.length * X.d
         return max(1, budget // per_series)
 
@@ -445,11 +584,11 @@ class RandomConvolutionKernel(Kernel):
     def _features(self, X: SeriesBatch) -> np.ndarray:
         memo = self.__dict__.get("_feature_memo")
         if memo is None:
-            raw = self._raw_features(self.transformer_, X, self.series_length_)
+            raw = self._fitted_raw(self.transformer_, X, self.series_length_)
             return self.scaler_.transform(raw)
         entry = next((e for e in memo if e.matches(X)), None)
         if entry is None:
-            entry = _MemoEntry(X, self._raw_features(self.transformer_, X, self.series_length_))
+            entry = _MemoEntry(X, self._fitted_raw(self.transformer_, X, self.series_length_))
             memo.append(entry)
         if entry.phi is None:
             entry.phi, entry.raw = self.scaler_.transform(entry.raw), None

@@ -281,7 +281,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                     "from one)"
                 )
         preprocessors: dict = {}
-        self.members_ = [self._new_member(spec, n).fit(Xs, preprocessors) for spec in specs]
+        from tskernels._random_convolution import sharing_features
+
+        with sharing_features():  # members with equal MiniRocket transforms compute them once
+            self.members_ = [self._new_member(spec, n).fit(Xs, preprocessors) for spec in specs]
         if len(self.members_) > 1:
             self.scales_ = [robust_scale(m.calibration_) for m in self.members_]
         else:
