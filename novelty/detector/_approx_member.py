@@ -43,6 +43,7 @@ from ._approximation import (
     make_feature_map,
 )
 from ._members import (
+    BaseMember,
     Member,
     duplicate_groups,
     first_occurrences,
@@ -101,10 +102,11 @@ def _has_exact_features(kernel) -> bool:
     )
 
 
-class ApproximateMember(Member):
+class ApproximateMember(BaseMember):
     """A member on Nyström or random features (module docstring); ``novelty(X)`` and
-    ``calibration_`` as :class:`Member`, plus ``features_`` (the fitted map),
-    ``calibration_indices_`` (H, into the corpus)."""
+    ``calibration_`` as :class:`Member` (its sibling: no Gram against the corpus), plus
+    ``features_`` (the fitted map), ``calibration_indices_`` (H, into the corpus). Not updated
+    without a refit (``update`` raises NotImplementedError: :mod:`novelty.detector._update`)."""
 
     def __init__(self, spec, approximation, n_components, landmarks="uniform", seed=0):
         super().__init__(spec)
@@ -149,18 +151,28 @@ class ApproximateMember(Member):
         self.corpus_ = Z
         self.features_ = fmap
         self.approximation_ = approximation
-        auto = spec.name != ""
-        self.scorer_ = make_feature_scorer(spec, N if auto else None).fit(Phi, diag)
+        self.scorer_ = make_feature_scorer(spec, spec.corpus_size(N)).fit(Phi, diag)
         self.calibration_indices_ = H
         self.calibration_ = self.scorer_.held_out_scores(
-            Phi, diag, H, groups, make=lambda n: make_feature_scorer(spec, n if auto else None)
+            Phi, diag, H, groups, make=lambda n: make_feature_scorer(spec, spec.corpus_size(n))
         )
         self.update_state_ = {"raw": X}  # update(X_new, refit=True) refits on the union
         return self
 
-    def grams(self, X):
-        raise NotImplementedError(
-            "an approximate member has no Gram against the corpus: use features_.transform"
+    def check_updatable(self) -> None:
+        raise NotImplementedError(self._no_update())
+
+    def update(self, X_new, raw, groups) -> ApproximateMember:
+        """Not available (the message says why): ``update(X_new, refit=True)`` refits."""
+        raise NotImplementedError(self._no_update())
+
+    def _no_update(self) -> str:
+        return (
+            f"update(refit=False) is not available for the approximate member "
+            f"{self.spec.label()!r} (approximation={self.approximation!r} on "
+            f"{len(self.corpus_)} > n_components={self.n_components} series): its landmarks "
+            "and calibration set are drawn from the corpus, so new series cannot join it "
+            "exactly; use update(X_new, refit=True)"
         )
 
     def novelty_tensor(self, X) -> torch.Tensor:

@@ -171,13 +171,16 @@ def recipe_member() -> MemberSpec:
         preprocess=False,
         normalize=False,
         name="minirocket_std+knn(k=5)",
+        adapt_to_corpus=True,
     )
 
 
 def _gak_member() -> MemberSpec:
     import tskernels as tk
 
-    return MemberSpec(kernel=tk.GAK(), scorer="knn", preprocess="channel", name="gak+knn")
+    return MemberSpec(
+        kernel=tk.GAK(), scorer="knn", preprocess="channel", name="gak+knn", adapt_to_corpus=True
+    )
 
 
 def default_members(Xs) -> list[MemberSpec]:
@@ -215,6 +218,7 @@ def baseline_members(Xs) -> list[MemberSpec]:
             preprocess=False,
             normalize=False,
             name="minirocket+knn",
+            adapt_to_corpus=True,
         ),
         gak,
     ]
@@ -493,6 +497,7 @@ def _spec(kernel, scorer, params, prep, normalize, kname="") -> MemberSpec:
         preprocess=prep,
         normalize=normalize,
         name=label,
+        adapt_to_corpus=True,
     )
 
 

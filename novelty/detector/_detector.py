@@ -268,7 +268,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         # to tell when the corpus itself is scored (in-sample scores: see _novelty)
         self._corpus_digests = frozenset(series_digest(x) for x in Xs)
         specs = self._member_specs(Xs, start)
-        from ._members import make_scorer, planned_steps, robust_scale
+        from ._members import make_scorer, planned_steps
         from ._progress import plan
 
         plan(sum(planned_steps(spec, n) for spec in specs))
@@ -285,42 +285,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
         with sharing_features():  # members with equal MiniRocket transforms compute them once
             self.members_ = [self._new_member(spec, n).fit(Xs, preprocessors) for spec in specs]
-        if len(self.members_) > 1:
-            self.scales_ = [robust_scale(m.calibration_) for m in self.members_]
-        else:
-            self.scales_ = None
-        cal = self._combine([m.calibration_ for m in self.members_])
-        if np.isnan(cal).any():
-            raise ValueError("held-out novelty scores of the corpus are NaN: the scorer failed")
-        self.calibration_scores_ = cal
-        # one series has no held-out score: it can be scored against, never flagged
-        threshold = conformal_threshold(cal, self.contamination) if cal.size else math.inf
-        n_inf = int(np.isposinf(cal).sum())
-        if (
-            math.isinf(threshold)
-            and threshold > 0
-            and n_inf
-            and cal.size >= min_corpus_for(self.contamination)
-        ):
-            warnings.warn(
-                f"{n_inf} of {cal.size} held-out novelty scores of the corpus are +inf (the "
-                "kernel underflows: those series have kernel value 0 to every other corpus "
-                "series; the bandwidth is probably too small), so the threshold is +inf and no "
-                f"series can be flagged at contamination={self.contamination}",
-                UserWarning,
-                stacklevel=2,
-            )
-        elif math.isinf(threshold) and threshold > 0:
-            warnings.warn(
-                f"with {n} corpus series{_distinct_note(self.members_[0], n)} no series can be "
-                f"flagged at contamination="
-                f"{self.contamination} (conformal p-values are at least 1/(n+1)); use at least "
-                f"{min_corpus_for(self.contamination)} series or a larger contamination",
-                UserWarning,
-                stacklevel=2,
-            )
-        self.threshold_ = threshold
-        self.offset_ = -threshold
+        self._set_calibration(self.members_, n)
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
@@ -593,11 +558,55 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             )
         ]
 
+    def _set_calibration(self, members: list, n: int, context: str = "") -> None:
+        """``members_``, ``scales_``, ``calibration_scores_``, ``threshold_``, ``offset_`` and
+        ``n_corpus_`` (= ``n``) from the fitted ``members`` and their held-out scores, the one
+        rule of ``fit`` and ``update``: several members are put on one scale by their
+        calibrations (:func:`~novelty.detector._members.robust_scale`) and averaged
+        (:meth:`_combine`); the threshold is the conformal one at ``contamination``
+        (+inf without held-out scores), with a UserWarning (its text starting with
+        ``context``) when nothing can be flagged. NaN held-out scores raise before anything
+        is set."""
+        from ._members import robust_scale
+
+        calibrations = [m.calibration_ for m in members]
+        scales = [robust_scale(c) for c in calibrations] if len(members) > 1 else None
+        cal = _combined(calibrations, scales)
+        if np.isnan(cal).any():
+            raise ValueError("held-out novelty scores of the corpus are NaN: the scorer failed")
+        self.members_, self.scales_, self.n_corpus_ = members, scales, n
+        self.calibration_scores_ = cal
+        # one series has no held-out score: it can be scored against, never flagged
+        threshold = conformal_threshold(cal, self.contamination) if cal.size else math.inf
+        n_inf = int(np.isposinf(cal).sum())
+        if (
+            math.isinf(threshold)
+            and threshold > 0
+            and n_inf
+            and cal.size >= min_corpus_for(self.contamination)
+        ):
+            warnings.warn(
+                f"{context}{n_inf} of {cal.size} held-out novelty scores of the corpus are +inf "
+                "(the kernel underflows: those series have kernel value 0 to every other corpus "
+                "series; the bandwidth is probably too small), so the threshold is +inf and no "
+                f"series can be flagged at contamination={self.contamination}",
+                UserWarning,
+                stacklevel=4,  # the caller of fit or update
+            )
+        elif math.isinf(threshold) and threshold > 0:
+            warnings.warn(
+                f"{context}with {n} corpus series{_distinct_note(members[0], n)} no series can "
+                f"be flagged at contamination={self.contamination} (conformal p-values are at "
+                f"least 1/(n+1)); use at least {min_corpus_for(self.contamination)} series or a "
+                "larger contamination",
+                UserWarning,
+                stacklevel=4,  # the caller of fit or update
+            )
+        self.threshold_ = threshold
+        self.offset_ = -threshold
+
     def _combine(self, scores: list[np.ndarray]) -> np.ndarray:
-        if self.scales_ is None:
-            return np.asarray(scores[0], dtype=np.float64)
-        z = [(s - med) / iqr for s, (med, iqr) in zip(scores, self.scales_)]
-        return np.mean(z, axis=0)
+        return _combined(scores, self.scales_)
 
     def _novelty(self, X) -> np.ndarray:
         check_is_fitted(self, "members_")
@@ -780,6 +789,16 @@ def _warn_uncalibrated_lengths(det, Xs) -> None:
         UserWarning,
         stacklevel=4,
     )
+
+
+def _combined(scores: list[np.ndarray], scales: list | None) -> np.ndarray:
+    r"""The members' novelty ``scores`` on one scale: the lone member's as float64, else the
+    mean of :math:`(s - \operatorname{median}) / \operatorname{IQR}` over the members'
+    ``scales``."""
+    if scales is None:
+        return np.asarray(scores[0], dtype=np.float64)
+    z = [(s - med) / iqr for s, (med, iqr) in zip(scores, scales)]
+    return np.mean(z, axis=0)
 
 
 def _distinct_note(member, n: int) -> str:

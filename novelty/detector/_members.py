@@ -42,8 +42,10 @@ the range of the cast.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,13 +56,14 @@ from tskernels import SeriesBatch
 
 from ..scorers._baselines import KNNScorer, squared_feature_distances
 from ..scorers._folds import CALIBRATION_FOLDS, calibration_folds
-from ..scorers._gram_scorer import GramScorer
+from ..scorers._gram_scorer import GramScorer, union_gram
 from ..scorers._scorer_registry import scorer_name, scorer_names, scorer_registry
 from ._progress import step
 
 __all__ = [
     "SCORERS",  # noqa: F822 (module __getattr__: read afresh)
     "MemberSpec",
+    "BaseMember",
     "Member",
     "duplicate_groups",
     "make_scorer",
@@ -75,7 +78,13 @@ CROSS_FIT_LOO_MAX = 20
 class MemberSpec:
     """What to fit: an unfitted kernel, a scorer (a name of :func:`novelty.scorer_registry`
     with ``scorer_params`` its constructor parameters, or an unfitted GramScorer instance) and
-    the variance-norm scorers' ``alpha`` and ``rank`` (their ``max_rank``)."""
+    the variance-norm scorers' ``alpha`` and ``rank`` (their ``max_rank``).
+
+    ``adapt_to_corpus``: the scorer is adapted to the size N of the corpus it is fitted on
+    (``limit_to_corpus(N)``: kNN lowers ``n_neighbors`` to N), at fit, in each held-out refit
+    and at ``update``; the members of the default recipe and of the selection set it. False:
+    the parameters are used as given (a ``n_neighbors`` above N is an error). A spec saved
+    before this field existed reads it as ``name != ""`` (the rule it replaces)."""
 
     kernel: object
     scorer: str | GramScorer = "knn"
@@ -85,6 +94,7 @@ class MemberSpec:
     preprocess: bool | str = "channel"  # False, "channel" or "step" (the protocol's)
     normalize: bool = True
     name: str = ""
+    adapt_to_corpus: bool = False
 
     def __post_init__(self):
         from tskernels import StaticKernel
@@ -96,6 +106,17 @@ class MemberSpec:
                 f"series kernel around it, e.g. FlattenedKernel({k}(...)) or "
                 f"IntegralKernel({k}(...))"
             )
+
+    def __setstate__(self, state: dict) -> None:
+        # a spec pickled before ``adapt_to_corpus`` existed adapted when it had a name
+        state = dict(state)
+        state.setdefault("adapt_to_corpus", state.get("name", "") != "")
+        self.__dict__.update(state)
+
+    def corpus_size(self, n: int) -> int | None:
+        """The corpus size to adapt the scorer to (:func:`make_scorer`'s ``n_corpus``): ``n``
+        when ``adapt_to_corpus``, else None."""
+        return n if self.adapt_to_corpus else None
 
     def label(self) -> str:
         scorer = self.scorer if isinstance(self.scorer, str) else scorer_name(self.scorer)
@@ -332,7 +353,7 @@ def cross_fitted_scores(spec: MemberSpec, Z, groups: np.ndarray | None = None) -
                 kernel.fit(Ztr)
             K = kernel.gram(Ztr, normalize=spec.normalize)
             Kt, diag = cross_grams(kernel, Zte, Ztr, spec.normalize)
-        scorer = make_scorer(spec, K.shape[0] if spec.name else None).fit(K)
+        scorer = make_scorer(spec, spec.corpus_size(K.shape[0])).fit(K)
         out[test] = scorer.score(Kt, diag)
         step(f"{spec.label()}: cross-fitting")
     return out
@@ -346,7 +367,48 @@ def _reusing_features(kernel):
     return reuse() if callable(reuse) else contextlib.nullcontext()
 
 
-class Member:
+class BaseMember(ABC):
+    """What the detector asks of a fitted member (exact :class:`Member`, or
+    :class:`~novelty.detector._approx_member.ApproximateMember`): ``fit(X, preprocessors)``,
+    ``novelty(X)`` / ``novelty_tensor(X)`` (higher = more novel), ``calibration_`` (held-out
+    scores, one per distinct corpus series), ``duplicate_groups_``, ``corpus_``,
+    ``update_state_``, and ``update(X_new, raw, groups)`` (:mod:`novelty.detector._update`).
+    Shared here: the spec and the frozen pre-processing (``_prepare``)."""
+
+    def __init__(self, spec: MemberSpec):
+        self.spec = spec
+
+    @abstractmethod
+    def fit(self, X, preprocessors: dict) -> BaseMember: ...
+
+    @abstractmethod
+    def novelty_tensor(self, X: SeriesBatch) -> torch.Tensor: ...
+
+    @abstractmethod
+    def check_updatable(self) -> None:
+        """Raise when ``update(refit=False)`` cannot update this member (before any work)."""
+
+    @abstractmethod
+    def update(self, X_new: SeriesBatch, raw: SeriesBatch, groups) -> BaseMember: ...
+
+    def _prepare(self, X: SeriesBatch, preprocessors: dict, fit: bool = False) -> SeriesBatch:
+        """The pre-processed series of the checked ``X`` (``X`` itself without
+        pre-processing)."""
+        if fit:
+            preprocessor, Z = fit_preprocessing(self.spec, X, preprocessors)
+            if preprocessor is not None:
+                self.preprocessor_ = preprocessor
+            return Z
+        if preprocess_mode(self.spec.preprocess) is None:
+            return X
+        return self.preprocessor_.transform(X)
+
+    def novelty(self, X: SeriesBatch) -> np.ndarray:
+        """Novelty of the checked series ``X`` (higher = more novel), float64 array (n,)."""
+        return self.novelty_tensor(X).cpu().numpy()
+
+
+class Member(BaseMember):
     """A fitted :class:`MemberSpec`: ``novelty(X_prepared)`` and calibration scores.
 
     ``fit`` and ``novelty`` take series checked at the detector's public call (an (n, T, d)
@@ -359,9 +421,6 @@ class Member:
     (a duplicated series is one held-out unit; module docstring, "Exact duplicates"). A corpus
     of copies of one series has no held-out score (as a corpus of one series)."""
 
-    def __init__(self, spec: MemberSpec):
-        self.spec = spec
-
     def fit(self, X, preprocessors: dict) -> Member:
         spec = self.spec
         pipeline = fit_pipeline(spec, X, preprocessors)
@@ -371,8 +430,7 @@ class Member:
         Zk, K = pipeline.corpus, pipeline.gram
         diag = torch.diagonal(K).clone()
         step(f"{spec.label()}: Gram")
-        auto = spec.name != ""  # members made by the recipe or the selection adapt to N
-        self.scorer_ = make_scorer(spec, K.shape[0] if auto else None).fit(K)
+        self.scorer_ = make_scorer(spec, spec.corpus_size(K.shape[0])).fit(K)
         groups = duplicate_groups(X)  # exact copies are held out together
         self.duplicate_groups_ = groups
         n = K.shape[0] if groups is None else int(groups.max()) + 1  # distinct series
@@ -392,25 +450,9 @@ class Member:
         self.update_state_ = fit_state(self, X, K)  # what update(X_new) needs
         return self
 
-    def _prepare(self, X: SeriesBatch, preprocessors: dict, fit: bool = False) -> SeriesBatch:
-        """The pre-processed series of the checked ``X`` (``X`` itself without
-        pre-processing)."""
-        if fit:
-            preprocessor, Z = fit_preprocessing(self.spec, X, preprocessors)
-            if preprocessor is not None:
-                self.preprocessor_ = preprocessor
-            return Z
-        if preprocess_mode(self.spec.preprocess) is None:
-            return X
-        return self.preprocessor_.transform(X)
-
     def grams(self, X: SeriesBatch):
         """(Kt, diag) of the checked series ``X`` against the corpus (:func:`cross_grams`)."""
         return cross_grams(self.kernel_, self._prepare(X, {}), self.corpus_, self.spec.normalize)
-
-    def novelty(self, X: SeriesBatch) -> np.ndarray:
-        """Novelty of the checked series ``X`` (higher = more novel), float64 array (n,)."""
-        return self.novelty_tensor(X).cpu().numpy()
 
     def novelty_tensor(self, X: SeriesBatch) -> torch.Tensor:
         """:meth:`novelty` as a float64 tensor on the scorer's device (the detector stacks its
@@ -421,6 +463,58 @@ class Member:
             mean = np.mean([s.score(Kt[:, tr], diag) for tr, s in models], axis=0)
             return torch.from_numpy(mean)
         return self.scorer_.score_tensor(Kt, diag)
+
+    def check_updatable(self) -> None:
+        if getattr(self, "update_state_", None) is None:
+            from ._update import NO_STATE
+
+            raise ValueError(NO_STATE)
+
+    def update(self, X_new: SeriesBatch, raw: SeriesBatch, groups) -> Member:
+        """A copy of this member with the checked new series ``X_new`` appended to its corpus
+        (this member is not changed): ``raw`` is the checked raw union (corpus then
+        ``X_new``), ``groups`` its duplicate groups (:func:`duplicate_groups`). The
+        pre-processing and kernel stay frozen; the scorer is extended by its own
+        :meth:`~novelty.scorers._gram_scorer.GramScorer.extend` (adapted to the union's size
+        when ``spec.adapt_to_corpus``), the calibration as :mod:`novelty.detector._update`
+        says (exact; cross-fitted members keep the corpus's held-out scores)."""
+        from ._update import gram_calibration, knn_calibration
+
+        self.check_updatable()
+        spec, state = self.spec, dict(self.update_state_)
+        N, n_new = len(state["raw"]), len(X_new)
+        Znew = self._prepare(X_new, {})  # the frozen pre-processing
+        K_ba = self.kernel_.gram(Znew, self.corpus_, normalize=spec.normalize)
+        K_bb = self.kernel_.gram(Znew, normalize=spec.normalize)
+        g = _group_tensor(groups, N + n_new, K_ba.device)
+        params = None
+        if spec.adapt_to_corpus:  # the spec's parameters adapted to the union (as fit does)
+            params = make_scorer(spec, N + n_new).get_params(deep=False)
+        K_aa = state.get("gram")  # fit_state keeps the Gram for every scorer but kNN
+        scorer = self.scorer_.extend(K_ba, K_bb, K_corpus=K_aa, params=params)
+        models = None
+        if K_aa is None:
+            diag = scorer.corpus_diag_  # the union's kernel diagonal
+            calibration = knn_calibration(self, state, K_ba, K_bb, diag, g, groups)
+        else:
+            K = union_gram(K_aa, K_ba, K_bb)
+            state["gram"] = K
+            calibration, models = gram_calibration(self, state, scorer, K, g, groups)
+        if int(g.max()) + 1 == 1:  # nothing to hold out (as fit)
+            calibration = np.empty(0)
+        state["raw"] = raw
+        new = copy.copy(self)
+        new.scorer_ = scorer
+        new.calibration_ = calibration
+        new.duplicate_groups_ = groups
+        plain_input = preprocess_mode(spec.preprocess) is None  # corpus_ is the raw corpus
+        new.corpus_ = raw if plain_input else _concat(self.corpus_, Znew)
+        new.update_state_ = state
+        if models is not None:  # scored like the calibration (Member.fit, novelty_tensor)
+            new.held_out_models_ = models
+        elif hasattr(new, "held_out_models_"):
+            del new.held_out_models_
+        return new
 
 
 # ------------------------------------------------------------------ state kept for update
@@ -458,6 +552,12 @@ def _n_distinct(member: Member) -> int:
 
 def _raw(member):
     return member.update_state_["raw"] if hasattr(member, "update_state_") else member.corpus_
+
+
+def _concat(A, B):
+    from ._update import concat_series
+
+    return concat_series(A, B)
 
 
 # ------------------------------------------------------------------ the detector

@@ -85,6 +85,16 @@ updated without a refit (``NotImplementedError``; use ``refit=True``). A detecto
 ``approximation`` on at most ``n_components`` series has exact members, which are updated
 as above and stay exact even when the union exceeds ``n_components``.
 
+**Who does what.** ``update_detector`` reads ``X_new``, forms the union and its duplicate groups,
+and asks each member for its updated copy (``Member.update``; an approximate member raises, as
+above); the detector's calibration is then set from the members' by the one rule that ``fit``
+uses (``KernelNoveltyDetector._set_calibration``: scales, combination, threshold, warnings).
+A member extends its scorer by the scorer's own
+:meth:`~novelty.scorers._gram_scorer.GramScorer.extend` (kNN: the corpus diagonal with the new
+one appended; others: the refit on the union Gram) and its calibration by the functions here
+(:func:`knn_calibration`, :func:`gram_calibration`). Members are updated on copies: an error
+leaves the detector as it was.
+
 State kept by the fit for this (``Member.update_state_``,
 :func:`~novelty.detector._members.fit_state`): the checked raw corpus (for ``refit=True`` and
 the duplicate groups; the pre-processed corpus ``corpus_`` is kept anyway), and the kNN
@@ -95,31 +105,22 @@ saved with the detector.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import torch
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from ..scorers._baselines import KNNScorer, aggregate_nearest, squared_feature_distances
+from ..scorers._baselines import aggregate_nearest, squared_feature_distances
 from ..scorers._folds import LOO_MAX, fold_units
-from ..scorers._gram_scorer import validate_params
-from ._calibration import conformal_threshold, min_corpus_for
-from ._members import (
-    Member,
-    _group_tensor,
-    _n_distinct,
-    duplicate_groups,
-    first_occurrences,
-    held_out_scores,
-    make_scorer,
-    novelty,
-    preprocess_mode,
-    robust_scale,
-)
+from ._members import duplicate_groups, first_occurrences, held_out_scores, make_scorer
 
-__all__ = ["update_detector"]
+__all__ = ["gram_calibration", "knn_calibration", "update_detector"]
+
+NO_STATE = (
+    "this detector keeps no update state (fitted by a version without update): refit "
+    "it on the union of its corpus and X_new, or use a detector fitted by this version"
+)
 
 
 def update_detector(det, X_new, refit: bool = False):
@@ -140,149 +141,76 @@ def update_detector(det, X_new, refit: bool = False):
             f"channel mismatch: the detector was fitted on series with d={det.n_channels_} "
             f"channels, X_new has d={d}"
         )
-    states = [getattr(m, "update_state_", None) for m in det.members_]
+    state = getattr(det.members_[0], "update_state_", None)
     if refit:
-        if states[0] is None:
+        if state is None:
             raise ValueError(
                 "this detector keeps no corpus (fitted by a version without update): fit it "
                 "on the union of its corpus and X_new instead"
             )
-        raw = concat_series(states[0]["raw"], Xs)
+        raw = concat_series(state["raw"], Xs)
         n_features = getattr(det, "n_features_in_", None)
         det.fit(raw)
         if n_features is not None:  # fitted on 2-D (n, T) input: scored the same way
             det.n_features_in_ = n_features
         return det
-
-    from ._approx_member import ApproximateMember
-
-    for m in det.members_:
-        if isinstance(m, ApproximateMember):
-            raise NotImplementedError(
-                f"update(refit=False) is not available for the approximate member "
-                f"{m.spec.label()!r} (approximation={m.approximation!r} on "
-                f"{len(m.corpus_)} > n_components={m.n_components} series): its landmarks and "
-                "calibration set are drawn from the corpus, so new series cannot join it "
-                "exactly; use update(X_new, refit=True)"
-            )
-    if any(s is None for s in states):
-        raise ValueError(
-            "this detector keeps no update state (fitted by a version without update): refit "
-            "it on the union of its corpus and X_new, or use a detector fitted by this version"
-        )
-    raw = concat_series(states[0]["raw"], Xs)
+    for m in det.members_:  # before any work (an approximate member is never updated)
+        m.check_updatable()
+    raw = concat_series(state["raw"], Xs)
     groups = duplicate_groups(raw)
-    # every member's new attributes first: an error leaves the detector as it was
-    updates = [_member_update(m, Xs, raw, groups) for m in det.members_]
-    calibrations = [u["calibration_"] for u in updates]
-    scales = [robust_scale(c) for c in calibrations] if len(calibrations) > 1 else None
-    if scales is None:
-        cal = np.asarray(calibrations[0], dtype=np.float64)
-    else:
-        cal = np.mean([(c - med) / iqr for c, (med, iqr) in zip(calibrations, scales)], axis=0)
-    if np.isnan(cal).any():
-        raise ValueError("held-out novelty scores of the corpus are NaN: the scorer failed")
-    for m, u in zip(det.members_, updates):
-        models = u.pop("held_out_models_")
-        for name, value in u.items():
-            setattr(m, name, value)
-        if models is not None:  # scored like the calibration (Member.fit, Member.novelty)
-            m.held_out_models_ = models
-        elif hasattr(m, "held_out_models_"):
-            del m.held_out_models_
-    det.n_corpus_ = len(raw)
-    det.scales_ = scales
-    _set_threshold(det, cal)
+    # updated copies of every member first: an error leaves the detector as it was
+    members = [m.update(Xs, raw, groups) for m in det.members_]
+    det._set_calibration(members, len(raw), context="after update: ")
     return det
 
 
-def _set_threshold(det, cal: np.ndarray) -> None:
-    """``calibration_scores_``, ``threshold_`` and ``offset_`` from the combined calibration
-    scores ``cal``, as ``fit`` sets them (with its warnings when nothing can be flagged)."""
-    det.calibration_scores_ = cal
-    threshold = conformal_threshold(cal, det.contamination) if cal.size else math.inf
-    if math.isinf(threshold) and threshold > 0:
-        n_inf = int(np.isposinf(cal).sum())
-        if n_inf and cal.size >= min_corpus_for(det.contamination):
-            why = (
-                f"{n_inf} of {cal.size} held-out novelty scores of the corpus are +inf (the "
-                "kernel underflows)"
-            )
-        else:
-            why = (
-                f"{cal.size} distinct corpus series are too few (conformal p-values are at "
-                f"least 1/(n+1)); use at least {min_corpus_for(det.contamination)}"
-            )
-        warnings.warn(
-            f"after update: {why}, so no series can be flagged at contamination="
-            f"{det.contamination}",
-            UserWarning,
-            stacklevel=4,  # the caller of KernelNoveltyDetector.update
-        )
-    det.threshold_ = threshold
-    det.offset_ = -threshold
+# ------------------------------------------------------------------ a member's calibration
+def knn_calibration(member, state: dict, K_ba, K_bb, diag, g, groups) -> np.ndarray:
+    """The calibration of the kNN ``member`` with the new rows appended (module docstring,
+    "kNN scorer"): ``K_ba`` (m, N) and ``K_bb`` (m, m) the new series' kernel values, ``diag``
+    the union's kernel diagonal, ``g`` the union's duplicate groups as a tensor (``groups``
+    as given: None without copies). Plain members: ``state["nearest_d2"]`` is replaced by the
+    union's (``state`` is the member's new state, a copy)."""
+    template = make_scorer(member.spec)
+    N, n_new = K_ba.shape[1], K_ba.shape[0]
+    diag_old, diag_new = diag[:N], diag[N:]
+    scale = float(diag.abs().max()) + 1.0
+    d2_ba = squared_feature_distances(K_ba, diag_new, diag_old, scale)
+    d2_bb = squared_feature_distances(K_bb, diag_new, diag_new, scale)
+    d2_ba = d2_ba.masked_fill(g[N:, None] == g[None, :N], math.inf)
+    d2_bb = d2_bb.masked_fill(g[N:, None] == g[None, N:], math.inf)
+    k = min(int(template.n_neighbors), N + n_new)
+    rows_new = torch.topk(torch.cat([d2_ba, d2_bb], dim=1), k, dim=1, largest=False).values
+    if state["cross_fitted"]:
+        new_scores = _knn_scores(template, rows_new, g[N:], g, N + n_new)
+        return _append_new_units(member.calibration_, new_scores, g[N:], _n_distinct(member))
+    old = torch.cat([state["nearest_d2"], d2_ba.T], dim=1)
+    rows_old = torch.topk(old, k, dim=1, largest=False).values
+    nearest = torch.cat([rows_old, rows_new])
+    state["nearest_d2"] = nearest
+    scores = _knn_scores(template, nearest, g, g, N + n_new)
+    return _first_units(scores, groups)
 
 
-# ------------------------------------------------------------------ one member
-def _member_update(m: Member, Xs, raw, groups: np.ndarray | None) -> dict:
-    """The attributes of the exact member ``m`` with the checked new series ``Xs`` added
-    (``m`` itself is not changed); ``raw`` is the checked raw union, ``groups`` its duplicate
-    groups."""
-    spec, state = m.spec, dict(m.update_state_)
-    models = None
-    N, n_new = len(state["raw"]), len(Xs)
-    n_groups_old = _n_distinct(m)
-    Znew = m._prepare(Xs, {})  # the frozen pre-processing
-    K_ba = m.kernel_.gram(Znew, m.corpus_, normalize=spec.normalize)
-    K_bb = m.kernel_.gram(Znew, normalize=spec.normalize)
-    diag_new = torch.diagonal(K_bb).clone()
-    g = _group_tensor(groups, N + n_new, K_ba.device)
-    n_distinct = int(g.max()) + 1
-    auto = spec.name != ""  # as Member.fit: members of the recipe / selection adapt to N
-    template = make_scorer(spec)
-    if isinstance(template, KNNScorer):
-        diag_old = m.scorer_.corpus_diag_
-        diag = torch.cat([diag_old, diag_new])
-        scale = float(diag.abs().max()) + 1.0
-        d2_ba = squared_feature_distances(K_ba, diag_new, diag_old, scale)
-        d2_bb = squared_feature_distances(K_bb, diag_new, diag_new, scale)
-        d2_ba = d2_ba.masked_fill(g[N:, None] == g[None, :N], math.inf)
-        d2_bb = d2_bb.masked_fill(g[N:, None] == g[None, N:], math.inf)
-        k = min(int(template.n_neighbors), N + n_new)
-        rows_new = torch.topk(torch.cat([d2_ba, d2_bb], dim=1), k, dim=1, largest=False).values
-        scorer = _knn_scorer(spec, diag, m.scorer_._device, N + n_new if auto else None)
-        if state["cross_fitted"]:
-            new_scores = _knn_scores(template, rows_new, g[N:], g, N + n_new)
-            calibration = _append_new_units(m.calibration_, new_scores, g[N:], n_groups_old)
-        else:
-            old = torch.cat([state["nearest_d2"], d2_ba.T], dim=1)
-            rows_old = torch.topk(old, k, dim=1, largest=False).values
-            nearest = torch.cat([rows_old, rows_new])
-            state["nearest_d2"] = nearest
-            scores = _knn_scores(template, nearest, g, g, N + n_new)
-            calibration = _first_units(scores, groups)
-    else:
-        K = _union_gram(state["gram"], K_ba, K_bb)
-        diag = torch.diagonal(K).clone()
-        scorer = make_scorer(spec, K.shape[0] if auto else None).fit(K)
-        state["gram"] = K
-        if state["cross_fitted"]:
-            new_scores = _new_unit_scores(spec, K, diag, g, N)
-            calibration = _append_new_units(m.calibration_, new_scores, g[N:], n_groups_old)
-        elif n_distinct > 1:
-            calibration, models = _plain_scores(spec, scorer, K, diag, groups)
-    if n_distinct == 1:  # nothing to hold out (as Member.fit)
-        calibration = np.empty(0)
-    state["raw"] = raw
-    plain_input = preprocess_mode(spec.preprocess) is None  # corpus_ is the raw corpus
-    return {
-        "scorer_": scorer,
-        "calibration_": calibration,
-        "duplicate_groups_": groups,
-        "corpus_": raw if plain_input else concat_series(m.corpus_, Znew),
-        "update_state_": state,
-        "held_out_models_": models,
-    }
+def gram_calibration(member, state: dict, scorer, K, g, groups) -> tuple[np.ndarray, list | None]:
+    """(calibration, held-out models or None) of the Gram-keeping ``member`` on the union Gram
+    ``K`` (module docstring, "other Gram scorers"), ``scorer`` its extended scorer; ``g`` and
+    ``groups`` as :func:`knn_calibration`. Also for a union of one distinct series (the
+    caller empties that calibration)."""
+    spec, N = member.spec, len(state["raw"])
+    diag = torch.diagonal(K).clone()
+    if state["cross_fitted"]:
+        new_scores = _new_unit_scores(spec, K, diag, g, N)
+        return _append_new_units(member.calibration_, new_scores, g[N:], _n_distinct(member)), None
+    if int(g.max()) + 1 > 1:
+        return _plain_scores(spec, scorer, K, diag, groups)
+    return np.empty(0), None
+
+
+def _n_distinct(member) -> int:
+    from ._members import _n_distinct as n_distinct
+
+    return n_distinct(member)
 
 
 def _plain_scores(spec, scorer, K, diag, groups) -> tuple[np.ndarray, list | None]:
@@ -312,7 +240,7 @@ def _new_unit_scores(spec, K, diag, g: torch.Tensor, N: int) -> np.ndarray:
         train = np.setdiff1d(np.arange(K.shape[0]), test)
         tr, te = torch.from_numpy(train), torch.from_numpy(test)
         scorer = clone(template).fit(K[tr][:, tr])
-        out[test] = novelty(spec, scorer, K[te][:, tr], diag[te])
+        out[test] = scorer.score(K[te][:, tr], diag[te])
     return out[N:]
 
 
@@ -329,7 +257,7 @@ def _first_units(scores: np.ndarray, groups) -> np.ndarray:
     return scores if groups is None else scores[first_occurrences(groups)]
 
 
-def _knn_scores(template: KNNScorer, nearest, g_rows, g, n: int) -> np.ndarray:
+def _knn_scores(template, nearest, g_rows, g, n: int) -> np.ndarray:
     """kNN held-out scores of the rows with groups ``g_rows`` from their ascending squared
     distances ``nearest`` to the series outside their group (``g``: the groups of all ``n``
     series): k lowered to the series available (as
@@ -338,28 +266,6 @@ def _knn_scores(template: KNNScorer, nearest, g_rows, g, n: int) -> np.ndarray:
     k_row = available.clamp(min=1, max=int(template.n_neighbors))
     dist = nearest[:, : int(k_row.max())].sqrt()
     return aggregate_nearest(dist, k_row, template.aggregate)
-
-
-def _knn_scorer(spec, diag: torch.Tensor, device, n_auto: int | None) -> KNNScorer:
-    """A fitted kNN scorer on a corpus with kernel diagonal ``diag`` (``KNNScorer.fit`` keeps
-    nothing else of the Gram), set without forming the Gram."""
-    scorer = make_scorer(spec, n_auto)
-    validate_params(scorer)
-    scorer._check_neighbors(diag.shape[0])
-    scorer.corpus_diag_ = diag
-    scorer._device = device
-    scorer.n_corpus_ = int(diag.shape[0])
-    return scorer
-
-
-def _union_gram(K_aa, K_ba, K_bb) -> torch.Tensor:
-    N, n = K_aa.shape[0], K_bb.shape[0]
-    K = K_aa.new_empty((N + n, N + n))
-    K[:N, :N] = K_aa
-    K[N:, :N] = K_ba
-    K[:N, N:] = K_ba.T
-    K[N:, N:] = K_bb
-    return K
 
 
 def concat_series(A, B):

@@ -20,7 +20,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from ._gram_scorer import GramScorer, Interval, StrOptions, validate_params
+from ._gram_scorer import GramScorer, Interval, StrOptions, check_fitted, validate_params
 from ._scorer_registry import deferred_class
 from ._validation import check_psd, pow2_scale
 
@@ -81,6 +81,28 @@ class KNNScorer(GramScorer):
         k = self.n_neighbors
         if not isinstance(k, bool) and isinstance(k, (int, np.integer)) and k > n_corpus:
             self.set_params(n_neighbors=n_corpus)
+
+    def extend(self, K_new_corpus, K_new_new, *, K_corpus=None, params=None) -> KNNScorer:
+        """:meth:`GramScorer.extend` without the corpus Gram (``K_corpus`` is not read): the
+        fit keeps only the corpus diagonal, so the extended scorer is this one's diagonal
+        followed by that of ``K_new_new``, on the same device; no Gram is formed."""
+        check_fitted(self)
+        K_bb = torch.as_tensor(K_new_new)
+        n_old, n_new = int(self.n_corpus_), int(K_bb.shape[0])
+        shape = tuple(torch.as_tensor(K_new_corpus).shape)
+        if K_bb.ndim != 2 or K_bb.shape[1] != n_new or shape != (n_new, n_old):
+            raise ValueError(
+                f"`K_new_corpus` must be (m, N) = (m, {n_old}) and `K_new_new` (m, m), got "
+                f"{shape} and {tuple(K_bb.shape)}"
+            )
+        scorer = self._extension(params)
+        validate_params(scorer)
+        diag = torch.cat([self.corpus_diag_, torch.diagonal(K_bb).clone()])
+        scorer._check_neighbors(n_old + n_new)
+        scorer.corpus_diag_ = diag
+        scorer._device = self._device
+        scorer.n_corpus_ = n_old + n_new
+        return scorer
 
     def _check_neighbors(self, n_corpus: int) -> int:
         k = int(self.n_neighbors)

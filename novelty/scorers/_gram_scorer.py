@@ -224,6 +224,37 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         pairs) instead of by this fitted scorer (the class docstring; default False)."""
         return False
 
+    def extend(self, K_new_corpus, K_new_new, *, K_corpus=None, params=None) -> GramScorer:
+        r"""A scorer fitted on the corpus with new points appended, from the kernel values
+        that involve the new points; this fitted scorer is not changed.
+
+        With the corpus :math:`A` (:math:`N` points) of this fit and new points :math:`B`
+        (:math:`m`): ``K_new_corpus`` is :math:`K_{BA}` (m, N), ``K_new_new`` is
+        :math:`K_{BB}` (m, m). The result equals a clone (with ``params`` set, when given:
+        e.g. ``n_neighbors`` adapted to N + m) fitted on the union Gram
+        :math:`\begin{pmatrix}K_{AA} & K_{BA}^\top \\ K_{BA} & K_{BB}\end{pmatrix}`.
+
+        Default: that refit, which needs the corpus Gram ``K_corpus`` (:math:`K_{AA}`, (N, N));
+        a scorer whose fit keeps what it needs of :math:`K_{AA}` overrides this without it
+        (kNN: the corpus diagonal, :math:`O(m)` work)."""
+        check_fitted(self)
+        if K_corpus is None:
+            raise ValueError(
+                f"{type(self).__name__}.extend needs the corpus Gram `K_corpus` (its fit keeps "
+                "no summary of it to extend)"
+            )
+        K = union_gram(
+            torch.as_tensor(K_corpus), torch.as_tensor(K_new_corpus), torch.as_tensor(K_new_new)
+        )
+        return self._extension(params).fit(K)
+
+    def _extension(self, params: dict | None) -> GramScorer:
+        """An unfitted clone with ``params`` set (the scorer that :meth:`extend` fits)."""
+        scorer = clone(self)
+        if params:
+            scorer.set_params(**params)
+        return scorer
+
     # ------------------------------------------------------------------ internals
     def _check_test(self, K_test, diag_test) -> tuple[torch.Tensor, torch.Tensor | None]:
         check_fitted(self)
@@ -251,3 +282,15 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         tags.input_tags.pairwise = True  # fit takes a Gram: cross-validation slices both axes
         tags.non_deterministic = False
         return tags
+
+
+def union_gram(K_aa: torch.Tensor, K_ba: torch.Tensor, K_bb: torch.Tensor) -> torch.Tensor:
+    """The Gram of the corpus A then the new points B, (N + m, N + m), from K_AA (N, N),
+    K_BA (m, N) and K_BB (m, m) (one new tensor; the inputs are not changed)."""
+    N, n = K_aa.shape[0], K_bb.shape[0]
+    K = K_aa.new_empty((N + n, N + n))
+    K[:N, :N] = K_aa
+    K[N:, :N] = K_ba
+    K[:N, N:] = K_ba.T
+    K[N:, N:] = K_bb
+    return K

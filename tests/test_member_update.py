@@ -1,0 +1,164 @@
+"""Members and scorers own their update (issue 33, item 1): ``GramScorer.extend`` equals a fit
+on the union Gram (every registered scorer; kNN without the corpus Gram), ``Member.update``
+returns an updated copy, ``MemberSpec.adapt_to_corpus`` replaces the hidden ``name != ""``
+rule (specs saved before it read it from the name), the approximate member is a sibling of
+the exact one, and fit and update set the calibration by one rule."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tskernels as tk
+from novelty import KernelNoveltyDetector
+from novelty.detector._approx_member import ApproximateMember
+from novelty.detector._members import BaseMember, Member, MemberSpec, duplicate_groups
+from novelty.detector._update import concat_series
+from novelty.scorers._baselines import KNNScorer
+from novelty.scorers._gram_scorer import union_gram
+from novelty.scorers._scorer_registry import scorer_registry
+
+
+def _gram(rng, n, dim=3):
+    """A normalised RBF Gram of n random points, float64 tensor."""
+    Z = rng.normal(size=(n, dim))
+    d2 = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    return torch.from_numpy(np.exp(-d2 / dim))
+
+
+def _scorer(name):
+    cls = scorer_registry()[name]
+    return cls(n_neighbors=2) if cls is KNNScorer else cls()
+
+
+@pytest.mark.parametrize("name", sorted(scorer_registry()))
+def test_extend_equals_a_fit_on_the_union_gram(name):
+    rng = np.random.default_rng(0)
+    K = _gram(rng, 14)
+    N = 10
+    K_aa, K_ba, K_bb = K[:N, :N].clone(), K[N:, :N].clone(), K[N:, N:].clone()
+    old = _scorer(name).fit(K_aa)
+    before = old.get_params(), old.n_corpus_
+    ext = old.extend(K_ba, K_bb, K_corpus=K_aa)
+    oracle = _scorer(name).fit(K)
+    Kt = _gram(rng, 20)[:6, :14]  # any cross values: the scorers must agree bit for bit
+    diag = torch.ones(6, dtype=torch.float64)
+    assert np.array_equal(ext.score(Kt, diag), oracle.score(Kt, diag))
+    assert ext.n_corpus_ == 14 and ext is not old
+    assert (old.get_params(), old.n_corpus_) == before  # the fitted scorer is not changed
+    fresh = _scorer(name).fit(K_aa)
+    assert np.array_equal(old.score(Kt[:, :N], diag), fresh.score(Kt[:, :N], diag))
+
+
+def test_knn_extend_needs_no_corpus_gram_and_takes_the_union_parameters():
+    rng = np.random.default_rng(1)
+    K = _gram(rng, 9)
+    old = KNNScorer(n_neighbors=3).fit(K[:5, :5])
+    ext = old.extend(K[5:, :5], K[5:, 5:], params={"n_neighbors": 7})  # no K_corpus
+    oracle = KNNScorer(n_neighbors=7).fit(K)
+    assert torch.equal(ext.corpus_diag_, oracle.corpus_diag_) and ext.n_neighbors == 7
+    Kt, d = K[:4], torch.ones(4, dtype=torch.float64)
+    assert np.array_equal(ext.score(Kt, d), oracle.score(Kt, d))
+    with pytest.raises(ValueError, match="exceeds the corpus size N=9"):
+        old.extend(K[5:, :5], K[5:, 5:], params={"n_neighbors": 10})
+    with pytest.raises(ValueError, match=r"`K_new_corpus` must be \(m, N\) = \(m, 5\)"):
+        old.extend(K[5:, :4], K[5:, 5:])
+
+
+def test_extend_without_the_corpus_gram_is_an_error_naming_it():
+    rng = np.random.default_rng(2)
+    K = _gram(rng, 8)
+    old = scorer_registry()["mahalanobis"]().fit(K[:5, :5])
+    with pytest.raises(ValueError, match="needs the corpus Gram `K_corpus`"):
+        old.extend(K[5:, :5], K[5:, 5:])
+
+
+def test_union_gram_assembles_the_blocks():
+    rng = np.random.default_rng(3)
+    K = _gram(rng, 7)
+    assert torch.equal(union_gram(K[:4, :4], K[4:, :4], K[4:, 4:]), K)
+
+
+# ------------------------------------------------------------------ members
+def _batch(X):
+    return tk.as_series_batch(X)
+
+
+def test_adapt_to_corpus_lowers_k_at_fit_and_raises_it_back_at_update():
+    rng = np.random.default_rng(4)
+    A, B = _batch(rng.normal(size=(3, 12, 2))), _batch(rng.normal(size=(4, 12, 2)))
+    kernel = tk.FlattenedKernel(tk.RBF(4.0))
+    params = {"n_neighbors": 5}
+    spec = MemberSpec(kernel, "knn", scorer_params=params, preprocess=False, adapt_to_corpus=True)
+    member = Member(spec).fit(A, {})
+    assert member.scorer_.n_neighbors == 3  # lowered to N
+    raw = concat_series(A, B)
+    new = member.update(B, raw, duplicate_groups(raw))
+    assert new is not member and member.scorer_.n_neighbors == 3  # the member is not changed
+    assert new.scorer_.n_neighbors == 5 and len(new.calibration_) == 7
+    oracle = Member(spec).fit(raw, {})  # nothing fitted on data: the update is this fit
+    Y = _batch(rng.normal(size=(5, 12, 2)))
+    np.testing.assert_allclose(new.novelty(Y), oracle.novelty(Y), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(new.calibration_, oracle.calibration_, rtol=0, atol=1e-10)
+    fixed = MemberSpec(kernel, "knn", scorer_params=params, preprocess=False)
+    with pytest.raises(ValueError, match="exceeds the corpus size N=3"):
+        Member(fixed).fit(A, {})  # without adaptation k=5 on 3 series is an error
+
+
+def test_update_of_a_plain_member_equals_a_fit_on_the_union():
+    rng = np.random.default_rng(5)
+    A, B = _batch(rng.normal(size=(6, 12, 2))), _batch(rng.normal(size=(5, 12, 2)))
+    spec = MemberSpec(tk.FlattenedKernel(tk.RBF(4.0)), "conformance", preprocess=False)
+    raw = concat_series(A, B)
+    new = Member(spec).fit(A, {}).update(B, raw, duplicate_groups(raw))
+    oracle = Member(spec).fit(raw, {})
+    Y = _batch(rng.normal(size=(4, 12, 2)))
+    np.testing.assert_allclose(new.calibration_, oracle.calibration_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(new.novelty(Y), oracle.novelty(Y), rtol=0, atol=1e-10)
+
+
+def test_specs_saved_before_the_field_adapt_when_named():
+    for name, adapt in [("gak+knn", True), ("", False)]:
+        spec = MemberSpec(tk.GAK(), name=name, adapt_to_corpus=not adapt)
+        del spec.__dict__["adapt_to_corpus"]  # as a spec pickled by the earlier version
+        assert pickle.loads(pickle.dumps(spec)).adapt_to_corpus is adapt
+    spec = MemberSpec(tk.GAK(), name="x", adapt_to_corpus=False)  # a new spec keeps its field
+    assert pickle.loads(pickle.dumps(spec)).adapt_to_corpus is False
+
+
+def test_a_model_file_without_the_field_loads_with_the_same_scores(tmp_path):
+    rng = np.random.default_rng(6)
+    X, Y = rng.normal(size=(12, 10, 2)), rng.normal(size=(4, 10, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        det = KernelNoveltyDetector(kernel=tk.GAK()).fit(X)
+        det.members_[0].spec.__dict__["name"] = "gak+knn"  # a recipe-like member...
+        del det.members_[0].spec.__dict__["adapt_to_corpus"]  # ...saved without the field
+        det.save(tmp_path / "old.knd")
+        loaded = KernelNoveltyDetector.load(tmp_path / "old.knd")
+        assert loaded.members_[0].spec.adapt_to_corpus is True
+        assert np.array_equal(loaded.score_samples(Y), det.score_samples(Y))
+
+
+def test_the_approximate_member_is_a_sibling_without_a_gram():
+    assert issubclass(ApproximateMember, BaseMember) and issubclass(Member, BaseMember)
+    assert not issubclass(ApproximateMember, Member)
+    assert not hasattr(ApproximateMember, "grams")
+
+
+def test_fit_and_update_warn_alike_when_nothing_can_be_flagged():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(20, 10, 2))
+    kernel = tk.FlattenedKernel(tk.RBF(4.0))
+    with pytest.warns(UserWarning, match=r"^with 5 corpus series no series can be flagged"):
+        det = KernelNoveltyDetector(kernel).fit(X[:5])
+    with pytest.warns(UserWarning, match=r"^after update: with 8 corpus series no series can"):
+        det.update(X[5:8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 20 series: flaggable, no warning
+        det.update(X[8:])
+    assert det.n_corpus_ == 20 and np.isfinite(det.threshold_)
