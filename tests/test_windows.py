@@ -77,9 +77,33 @@ def test_two_members_average_their_robust_z_scores():
     np.testing.assert_allclose(-top.score_samples(x), np.max(z, axis=0), rtol=1e-9, atol=1e-9)
 
 
-def test_save_and_load_give_the_same_scores(tmp_path):
+def test_multiscale_averages_the_robust_z_of_members_at_one_and_two_windows():
+    """detector="multiscale": members knn at w (n_segments), knn at 2w (2 n_segments) and
+    znorm-knn at w; a test step's member novelty is that of the one-member detector of the same
+    window and segments (the reference does not depend on the calibration), put on the member's
+    held-out scale and averaged; the calibration scores the same steps for every member."""
+    normal, x = _ar1(1500, seed=30), _sine(500, seed=31)
+    det = WindowNoveltyDetector(window=20, detector="multiscale", n_segments=8).fit(normal)
+    assert det.member_windows_ == [20, 40, 20]
+    assert [f.p for f in det._featurizers] == [8, 16, 8]
+    z = []
+    for (name, w, p), (med, iqr) in zip(
+        [("knn", 20, 8), ("knn", 40, 16), ("znorm-knn", 20, 8)], det.member_scales_
+    ):
+        one = WindowNoveltyDetector(window=w, n_segments=p, detector=name).fit(normal)
+        z.append((-one.score_samples(x) - med) / iqr)
+    np.testing.assert_allclose(-det.score_samples(x), np.mean(z, axis=0), rtol=1e-9, atol=1e-9)
+    # the long member is capped by the data: a quarter of the normal steps
+    short = WindowNoveltyDetector(window=100, detector="multiscale").fit(normal[:500])
+    assert short.member_windows_ == [100, 125, 100]
+    with pytest.raises(ValueError, match="fewer than the window"):
+        short.score_samples(x[:110])
+
+
+@pytest.mark.parametrize("detector", ["knn+znorm", "multiscale"])
+def test_save_and_load_give_the_same_scores(tmp_path, detector):
     normal, x = _sine(1200, d=2, seed=22), _sine(300, d=2, seed=23)
-    det = WindowNoveltyDetector(window=24, detector="knn+znorm").fit(normal)
+    det = WindowNoveltyDetector(window=24, detector=detector).fit(normal)
     back = WindowNoveltyDetector.load(det.save(tmp_path / "w.model"))
     np.testing.assert_array_equal(back.score_samples(x), det.score_samples(x))
     np.testing.assert_array_equal(back.predict(x), det.predict(x))
@@ -88,7 +112,14 @@ def test_save_and_load_give_the_same_scores(tmp_path):
 # ------------------------------------------------------------------ streaming and blocks
 @pytest.mark.parametrize(
     "stride,how,detector",
-    [("auto", "max", "knn"), (1, "mean", "knn"), (5, "max", "knn+znorm"), (7, "mean", "znorm-knn")],
+    [
+        ("auto", "max", "knn"),
+        (1, "mean", "knn"),
+        (5, "max", "knn+znorm"),
+        (7, "mean", "znorm-knn"),
+        ("auto", "mean", "multiscale"),
+        (3, "max", "multiscale"),
+    ],
 )
 def test_chunked_scoring_equals_one_shot(stride, how, detector):
     normal, x = _sine(800, d=3, seed=5), _sine(413, d=3, seed=6)
@@ -105,8 +136,8 @@ def test_chunked_scoring_equals_one_shot(stride, how, detector):
         got = np.concatenate(parts)
         assert got.shape == whole.shape
         np.testing.assert_allclose(got, whole, rtol=1e-10, atol=1e-12)
-        # the stream keeps at most one window of steps
-        assert all(len(m.buf) <= det.window_ for m in st._s.streams)
+        # each member's stream keeps at most one of its windows of steps
+        assert all(len(m.buf) <= m.w for m in st._s.streams)
 
 
 def test_stream_computes_each_window_once():

@@ -60,7 +60,14 @@ DEFAULT_MAX_MEMORY = 256 * 2**20
 #: tuning half: docs/windows.md)
 DEFAULT_DETECTOR = "knn+znorm"
 DEFAULT_AGGREGATE = "mean"
-DETECTORS = ("knn", "znorm-knn", "knn+znorm")
+DETECTORS = ("knn", "znorm-knn", "knn+znorm", "multiscale")
+#: the members of each detector: (window multiple, z-normalised)
+MEMBERS = {
+    "knn": ((1, False),),
+    "znorm-knn": ((1, True),),
+    "knn+znorm": ((1, False), (1, True)),
+    "multiscale": ((1, False), (2, False), (1, True)),
+}
 
 
 class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
@@ -220,6 +227,9 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.stride_ = max(1, w // 8) if self.stride == "auto" else int(self.stride)
         self.detector_ = self.detector or DEFAULT_DETECTOR
         self.aggregate_ = self.aggregate or DEFAULT_AGGREGATE
+        # a member at m x window: at most what the data allows for the window itself
+        cap = min(total // 4, max(len(r) for r in z) // 2)
+        self.member_windows_ = [max(w, min(m * w, cap)) for m, _ in MEMBERS[self.detector_]]
         self._featurizers = self._make_featurizers()
         self._budget = int(self.max_memory or DEFAULT_MAX_MEMORY)
         n_windows = sum(max(0, len(r) - w + 1) for r in z)
@@ -227,8 +237,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         offsets = np.cumsum([0] + [len(r) for r in z])
         self.references_ = [self._reference(f, z, offsets[:-1]) for f in self._featurizers]
         self.n_normal_steps_ = int(total)
-        cal = [self._calibrate(f, ref, z, offsets) for f, ref in zip(self._featurizers,
-                                                                     self.references_)]  # fmt: skip
+        cal = self._calibrate(z, offsets)
         self.member_scales_ = None if len(cal) == 1 else [_robust_scale(c) for c in cal]
         self.calibration_scores_ = self._combine_novelty(cal)
         self._set_threshold()
@@ -241,16 +250,31 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         check_is_fitted(self, "references_")
         return self.references_[0]
 
+    @property
+    def max_window_(self) -> int:
+        """The longest member window (the data a recording and a held-out block need)."""
+        return int(max(self._member_windows()))
+
+    def _member_windows(self) -> list:
+        ws = getattr(self, "member_windows_", None)
+        return list(ws) if ws is not None else [self.window_] * len(MEMBERS[self.detector_])
+
+    def _member_strides(self) -> list:
+        """A member's stride: ``stride`` when set, else its window // 8."""
+        if self.stride != "auto":
+            return [int(self.stride)] * len(self._featurizers)
+        return [max(1, f.window // 8) for f in self._featurizers]
+
     def _make_featurizers(self):
+        """One featurizer per member (``MEMBERS``): a member at ``m`` x the window has
+        ``m`` x ``n_segments`` segments, so its segments are as long as the base member's."""
         from ._engine import Featurizer
 
-        zn = {"knn": [False], "znorm-knn": [True], "knn+znorm": [False, True]}[self.detector_]
-        return [
-            Featurizer(
-                window=self.window_, n_segments=int(self.n_segments), znorm=z, d=self.n_channels_
-            )  # fmt: skip
-            for z in zn
-        ]
+        out = []
+        for (m, zn), wm in zip(MEMBERS[self.detector_], self._member_windows()):
+            segs = int(self.n_segments) * m
+            out.append(Featurizer(window=int(wm), n_segments=segs, znorm=zn, d=self.n_channels_))
+        return out
 
     def _reference_cap(self) -> int:
         """The most reference windows per member: ``max_reference``, and the members'
@@ -270,54 +294,60 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
 
         feats, gstarts = [], []
         for r, off in zip(z, offsets):
-            if len(r) < self.window_:
+            if len(r) < featurizer.window:
                 continue
-            starts = np.arange(0, len(r) - self.window_ + 1, self.reference_stride_)
+            starts = np.arange(0, len(r) - featurizer.window + 1, self.reference_stride_)
             for i in range(0, len(starts), 20000):
                 feats.append(featurizer.features(r, starts[i : i + 20000]))
             gstarts.append(starts + off)
         return Reference(np.concatenate(feats), np.concatenate(gstarts))
 
-    def _calibrate(self, featurizer, reference, z, offsets) -> np.ndarray:
-        """Held-out step novelties of the normal data (module docstring)."""
+    def _calibrate(self, z, offsets) -> list:
+        """Held-out step novelties of the normal data, one array per member, on the same
+        steps (module docstring). The blocks, the gap around them and the steps left out near
+        a cut follow the longest member window, so every member scores the same steps."""
         from ..detector._progress import plan, step
         from ._engine import score_recording
 
-        w = self.window_
+        w = self.max_window_
         total = int(offsets[-1])
         k = int(min(self.n_folds, total // (2 * w)))
         bounds = [round(i * total / k) for i in range(k + 1)]
+        strides = self._member_strides()
         plan(k)
-        out = []
+        out = [[] for _ in self._featurizers]
         used = 0
         for g0, g1 in zip(bounds[:-1], bounds[1:]):
-            ref = reference
-            keep = (ref.gstart + w + w <= g0) | (ref.gstart >= g1 + w)
             step(f"block {used + 1} of {k}")
-            if not keep.any():
+            keeps = [
+                (ref.gstart + f.window + w <= g0) | (ref.gstart >= g1 + w)
+                for f, ref in zip(self._featurizers, self.references_)
+            ]
+            if not all(kp.any() for kp in keeps):
                 continue
-            sub = ref.subset(keep)
-            for r, off in zip(z, offsets[:-1]):
-                a, b = max(g0, off), min(g1, off + len(r))
-                if b - a < w:
-                    continue
-                rows = score_recording(
-                    r[a - off : b - off], featurizer, sub, int(self.n_neighbors),
-                    self.stride_, self.aggregate_, self._budget,
-                )  # fmt: skip
-                # a step near a cut has fewer covering windows than inside a recording: steps
-                # within w - 1 of a cut (not of a recording's own ends) are left out
-                lo = min(w - 1, (b - a - w) // 2) if a > off else 0
-                hi = min(w - 1, (b - a - w) // 2) if b < off + len(r) else 0
-                out.append(rows[lo : len(rows) - hi, 0])
+            for i, (f, ref, kp) in enumerate(zip(self._featurizers, self.references_, keeps)):
+                sub = ref.subset(kp)
+                for r, off in zip(z, offsets[:-1]):
+                    a, b = max(g0, off), min(g1, off + len(r))
+                    if b - a < w:
+                        continue
+                    rows = score_recording(
+                        r[a - off : b - off], f, sub, int(self.n_neighbors),
+                        strides[i], self.aggregate_, self._budget,
+                    )  # fmt: skip
+                    # a step near a cut has fewer covering windows than inside a recording:
+                    # steps within w - 1 of a cut (not of a recording's own ends) are left out
+                    lo = min(w - 1, (b - a - w) // 2) if a > off else 0
+                    hi = min(w - 1, (b - a - w) // 2) if b < off + len(r) else 0
+                    out[i].append(rows[lo : len(rows) - hi, 0])
             used += 1
-        if not out:
+        if not out[0]:
             raise ValueError(
                 f"no held-out block of the normal data could be scored with window={w}: pass "
                 "more normal data or a smaller window"
             )
         self.n_folds_ = used
-        return np.concatenate(out)
+        return [np.concatenate(o) for o in out]
 
     def _set_threshold(self) -> None:
         from ..detector._calibration import conformal_threshold
@@ -334,8 +364,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
 
         x = self._standardised(X)
         with progress(self.verbose, "score"):
-            n_win = max(0, len(x) - self.window_) // self.stride_ + 2
-            plan(n_win * len(self.references_))
+            plan(sum(max(0, len(x) - f.window) // st + 2
+                     for f, st in zip(self._featurizers, self._member_strides())))  # fmt: skip
             s = self._stream(on_block=lambda n: step(n=n))
             head = s.push(x)
             return np.concatenate([head, s.finish()])
@@ -348,12 +378,12 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
                 f,
                 ref,
                 int(self.n_neighbors),
-                self.stride_,
+                stride,
                 self.aggregate_,
                 self._budget,
                 on_block=on_block,
             )  # fmt: skip
-            for f, ref in zip(self._featurizers, self.references_)
+            for f, ref, stride in zip(self._featurizers, self.references_, self._member_strides())
         ]
         return Ensemble(streams, self.member_scales_, self.combine)
 
@@ -372,9 +402,9 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"channel mismatch: fitted on recordings with d={self.n_channels_} channels, "
                 f"got d={x.shape[1]} (a 2-D array is one recording, T steps by d channels)"
             )
-        if len(x) < self.window_:
+        if len(x) < self.max_window_:
             raise ValueError(
-                f"the recording has {len(x)} steps, fewer than the window ({self.window_})"
+                f"the recording has {len(x)} steps, fewer than the window ({self.max_window_})"
             )
         return (x - self.mean_) / self.scale_
 
@@ -459,8 +489,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             if r.shape[1] != self.n_channels_:
                 raise ValueError(f"channel mismatch: fitted on d={self.n_channels_} channels, "
                                  f"got d={r.shape[1]}")  # fmt: skip
-            if len(r) < 2 * self.window_:
-                raise ValueError(f"update needs recordings of at least {2 * self.window_} "
+            if len(r) < 2 * self.max_window_:
+                raise ValueError(f"update needs recordings of at least {2 * self.max_window_} "
                                  f"steps (two windows), got {len(r)}")  # fmt: skip
             z.append((r - self.mean_) / self.scale_)
         cal = [self.calibration_scores_]
@@ -468,7 +498,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             s = self._stream()
             rows = np.concatenate([s.push(r), s.finish()])
             cal.append(rows[:, 0])
-        offsets = self.n_normal_steps_ + self.window_ + np.cumsum([0] + [len(r) for r in z])
+        offsets = self.n_normal_steps_ + self.max_window_ + np.cumsum([0] + [len(r) for r in z])
         refs = []
         for f, old in zip(self._featurizers, self.references_):
             new = self._reference(f, z, offsets[:-1])

@@ -255,15 +255,17 @@ def score_recording(x, feat, ref, k, stride, how, max_bytes, on_block=None) -> n
 
 
 class Ensemble:
-    """Streams of several members over the same grid (same window and stride, so each push
-    emits the same steps): one member's rows as they are; several: the mean (``combine``
-    "mean") or the maximum ("max") of the members' robust z-scores ``(novelty - median) / IQR``
-    (``scales``), with the channel shares of the member whose z is largest at that step."""
+    """Streams of several members over the same recording: one member's rows as they are;
+    several: the mean (``combine`` "mean") or the maximum ("max") of the members' robust
+    z-scores ``(novelty - median) / IQR`` (``scales``), with the channel shares of the member
+    whose z is largest at that step. Members of different windows or strides emit their steps
+    at different times: the rows of a step are held until every member has emitted it."""
 
     def __init__(self, streams: list[Stream], scales, combine: str = "mean"):
         self.streams = streams
         self.scales = scales
         self.combine = combine
+        self.pending = [np.zeros((0, 1 + s.feat.d)) for s in streams]
 
     def push(self, chunk: np.ndarray) -> np.ndarray:
         return self._combine([s.push(chunk) for s in self.streams])
@@ -274,6 +276,10 @@ class Ensemble:
     def _combine(self, rows: list[np.ndarray]) -> np.ndarray:
         if self.scales is None:
             return rows[0]
+        self.pending = [np.concatenate([p, r]) for p, r in zip(self.pending, rows)]
+        n = min(len(p) for p in self.pending)
+        rows = [p[:n] for p in self.pending]
+        self.pending = [p[n:] for p in self.pending]
         z = np.stack([(r[:, 0] - m) / q for r, (m, q) in zip(rows, self.scales)])
         best = np.argmax(z, axis=0)
         shares = np.stack([r[:, 1:] for r in rows])[best, np.arange(z.shape[1])]

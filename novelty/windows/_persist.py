@@ -39,6 +39,7 @@ def save_window_model(det, path, extra: dict | None = None) -> Path:
         "channel_names_": list(det.channel_names_),
         "member_scales_": det.member_scales_,
         "n_members": len(det.references_),
+        "member_windows_": [int(w) for w in det._member_windows()],
         "extra": extra or {},
     }
     for k in _SCALARS:
@@ -102,6 +103,8 @@ def _load(path, cls):
         scales = meta["member_scales_"]
         det.member_scales_ = None if scales is None else [tuple(v) for v in scales]
         det.calibration_scores_ = z["calibration"]
+        # files written before members had their own windows: every member at window_
+        det.member_windows_ = meta.get("member_windows_", [det.window_] * meta["n_members"])
     det.offset_ = -det.threshold_
     det._featurizers = det._make_featurizers()
     det._budget = int(det.max_memory or 256 * 2**20)
