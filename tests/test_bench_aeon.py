@@ -1,25 +1,20 @@
-"""The aeon-API benchmark harness (benchmarks/bench_aeon.py) on a tiny synthetic set: it runs
-both methods through aeon's fit/predict, resumes from its store, builds bench_detector's
-problems, adapts inputs by aeon's tags, and measures the same detector as our own API."""
+"""The aeon-API route of the detector benchmark (experiments.detector_bench.aeon, the library of
+benchmarks/bench_aeon.py) on a tiny synthetic set: it runs both methods through aeon's
+fit/predict, resumes from its store, builds the benchmark's problems, adapts inputs by aeon's
+tags, and measures the same detector as our own API."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytest.importorskip("aeon")
+from experiments.detector_bench import aeon as ba
+from experiments.detector_bench import aeon_report
+from experiments.detector_bench import problems as bp
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_aeon.py"
-_spec = importlib.util.spec_from_file_location("bench_aeon", _PATH)
-ba = importlib.util.module_from_spec(_spec)
-sys.modules["bench_aeon"] = ba
-_spec.loader.exec_module(ba)
-bd = ba.bd
+pytest.importorskip("aeon")
 
 
 def toy(seed: int, per_class: dict, d: int = 2, T: int = 16, unequal: bool = False):
@@ -61,7 +56,7 @@ def test_run_both_methods_through_aeon_and_resume(toy_dir, tmp_path):
     for r in new:
         assert r["n_corpus"] == 12 and r["n_test"] == 12 and r["n_anomalies"] == 6
         assert r["auc"] > 0.9  # classes 3 apart are easy for both
-    text = ba.report_markdown(ba.read_store(store))
+    text = aeon_report.report_markdown(ba.read_store(store))
     assert "| Toy | 2 | 12 | 12 |" in text and "| **W/T/L of ours vs it** | | | | - |" in text
     assert ba.run(["Toy"], store=store, data_dir=toy_dir) == []  # resumed: nothing to do
     # other subsampling limits are another experiment: nothing is reused
@@ -80,11 +75,11 @@ def test_report_means_and_mean5():
 
     rows = [row("ours", "x", 0, 0.9), row("ours", "y", 0, 0.7)]
     rows += [row("rockad", c, s, 0.5 + 0.1 * s) for c in "xy" for s in range(5)]
-    b = ba.as_bench_rows(rows)
+    b = aeon_report.as_bench_rows(rows)
     mean5 = [r for r in b if r["method"] == ba.MEAN5]
     assert len(mean5) == 2 and all(r["auc"] == pytest.approx(0.7) for r in mean5)
     assert all(r["fit_s"] == pytest.approx(5.0) for r in mean5)
-    text = ba.report_markdown(rows)
+    text = aeon_report.report_markdown(rows)
     # ours 0.8, rockad (state 0) 0.5, rockad_mean5 0.7: ours wins both
     assert "| D | 2 | 5 | 10 | **0.800** | 0.500 | 0.700 |" in text
     assert "| **W/T/L of ours vs it** | | | | - | 1/0/0 | 1/0/0 |" in text
@@ -94,7 +89,7 @@ def test_problems_are_bench_detectors():
     X, y = toy(2, {"1": 7, "2": 150, "10": 4, "3": 5, "4": 6, "5": 9}, T=8)
     Xt, yt = toy(3, {"1": 70, "2": 250, "10": 40, "3": 20, "4": 9, "5": 30}, T=8)
     ours = ba.build_problems(X, y, Xt, yt, "D", seed=0)
-    ref = bd.build_problems(
+    ref = bp.build_problems(
         X.transpose(0, 2, 1), y, Xt.transpose(0, 2, 1), yt, "D", seed=0, max_classes=5
     )
     assert [p.cls for p in ours] == [p.cls for p in ref] and len(ours) == 5

@@ -1,4 +1,5 @@
-"""Tests of the detector benchmark harness (benchmarks/bench_detector.py) on tiny synthetic data."""
+"""Tests of the detector benchmark (experiments.detector_bench and its command line
+benchmarks/bench_detector.py) on tiny synthetic data."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from experiments.detector_bench import CLIError
+from experiments.detector_bench import evaluate as be
+from experiments.detector_bench import inputs as bi
+from experiments.detector_bench import methods as bm
+from experiments.detector_bench import problems as bp
+from experiments.detector_bench import report as br
+from experiments.detector_bench import store as bs
+from novelty._missing import resample_linear
+
 _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_detector.py"
 _spec = importlib.util.spec_from_file_location("bench_detector", _PATH)
-bd = importlib.util.module_from_spec(_spec)
-sys.modules["bench_detector"] = bd
-_spec.loader.exec_module(bd)
+cli = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cli)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -80,8 +89,8 @@ class MeanDistance:
         return np.where(self.score_samples(X) >= self.offset_, 1, -1)
 
 
-def stub(name: str, **kw) -> bd.Method:
-    return bd.Method(name, "ours", lambda seed, n: MeanDistance(**kw), expr=f"stub {name}")
+def stub(name: str, **kw) -> bm.Method:
+    return bm.Method(name, "ours", lambda seed, n: MeanDistance(**kw), expr=f"stub {name}")
 
 
 def rows(store) -> list[dict]:
@@ -96,7 +105,7 @@ def rows(store) -> list[dict]:
 def test_problems_labels_and_subsample_sizes():
     Xtr, ytr = toy_split(0, {"1": 30, "2": 12, "3": 5})
     Xte, yte = toy_split(1, {"1": 60, "2": 30, "3": 10})
-    probs = bd.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=3, max_corpus=10, max_test=50)
+    probs = bp.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=3, max_corpus=10, max_test=50)
     assert [p.cls for p in probs] == ["1", "2", "3"]
     for p in probs:
         assert p.n_classes == 3
@@ -113,8 +122,8 @@ def test_problems_labels_and_subsample_sizes():
     np.testing.assert_array_equal(counts, [30, 15, 5])
     # same test set for every class; the subsample follows the seed
     assert all(np.array_equal(p.test, probs[0].test) for p in probs)
-    again = bd.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=3, max_corpus=10, max_test=50)
-    other = bd.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=4, max_corpus=10, max_test=50)
+    again = bp.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=3, max_corpus=10, max_test=50)
+    other = bp.build_problems(Xtr, ytr, Xte, yte, "Toy", seed=4, max_corpus=10, max_test=50)
     assert np.array_equal(again[0].corpus, probs[0].corpus)
     assert not np.array_equal(other[0].corpus, probs[0].corpus)
     assert not np.array_equal(other[0].test, probs[0].test)
@@ -126,22 +135,22 @@ def test_problems_unequal_lengths_and_class_selection():
     ytr = np.array(list("aaabbbccc"))
     Xte = [rng.normal(size=(T, 3)) for T in rng.integers(5, 15, size=6)]
     yte = np.array(list("abcabc"))
-    probs = bd.build_problems(Xtr, ytr, Xte, yte, "U", classes=["c"], max_corpus=2)
+    probs = bp.build_problems(Xtr, ytr, Xte, yte, "U", classes=["c"], max_corpus=2)
     assert len(probs) == 1 and probs[0].cls == "c" and probs[0].n_classes == 3
     assert isinstance(probs[0].corpus, list) and len(probs[0].corpus) == 2
     assert all(any(c is x for x in Xtr[6:]) for c in probs[0].corpus)
     np.testing.assert_array_equal(probs[0].y, [1, 1, 0, 1, 1, 0])
-    with pytest.raises(bd.CLIError, match="unknown class"):
-        bd.build_problems(Xtr, ytr, Xte, yte, "U", classes=["z"])
+    with pytest.raises(CLIError, match="unknown class"):
+        bp.build_problems(Xtr, ytr, Xte, yte, "U", classes=["z"])
 
 
 def test_load_problems_reads_ts_files(toy_dir):
-    probs = bd.load_problems("ToyA", toy_dir, seed=0)
+    probs = bp.load_problems("ToyA", toy_dir, seed=0)
     Xte, yte = toy_split(1, {"a": 6, "b": 5})
     assert [p.cls for p in probs] == ["a", "b"]
     np.testing.assert_allclose(probs[0].test, Xte)
     np.testing.assert_array_equal(probs[1].y, (yte != "b").astype(int))
-    assert bd.list_datasets(toy_dir) == ["ToyA", "ToyB"]
+    assert bp.list_datasets(toy_dir) == ["ToyA", "ToyB"]
 
 
 # -- the peers' input ------------------------------------------------------------------------
@@ -190,7 +199,7 @@ def test_flatten_matches_brute_force(T):
     rng = np.random.default_rng(T)
     corpus = rng.normal(size=(7, T, 3)) * rng.uniform(0.1, 3, size=(1, T, 3))
     test = rng.normal(size=(5, T, 3)) * 4  # far values: the clip is exercised
-    Fc, Ft = bd.flatten_pair(corpus, test)
+    Fc, Ft = bi.flatten_pair(corpus, test)
     Bc, Bt = brute_flatten(corpus, test)
     assert Fc.shape == (7, (T // (1 + (T - 1) // 100)) * 3)
     np.testing.assert_allclose(Fc, Bc, rtol=1e-12, atol=1e-12)
@@ -202,13 +211,13 @@ def test_flatten_unequal_lengths_matches_brute_force():
     rng = np.random.default_rng(1)
     corpus = [rng.normal(size=(T, 2)) for T in (9, 14, 11, 14, 7)]
     test = [rng.normal(size=(T, 2)) for T in (5, 14, 20, 1)]
-    Fc, Ft = bd.flatten_pair(corpus, test)
+    Fc, Ft = bi.flatten_pair(corpus, test)
     assert Fc.shape == (5, 28) and Ft.shape == (4, 28)
     Bc, Bt = brute_flatten(corpus, test[:3])
     np.testing.assert_allclose(Fc, Bc, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(Ft[:3], Bt, rtol=1e-12, atol=1e-12)
     # a one-step series becomes constant at its value
-    one = bd.resample_linear(test[3], 14)
+    one = resample_linear(test[3], 14)
     assert np.all(one == test[3][0])
 
 
@@ -218,13 +227,13 @@ def obvious_problem(N=12, T=20, seed=0):
     corpus = rng.normal(size=(N, T, 2))
     test = np.concatenate([rng.normal(size=(6, T, 2)), rng.normal(size=(6, T, 2)) + 8.0])
     y = np.r_[np.zeros(6, int), np.ones(6, int)]
-    return bd.Problem("Obv", "n", corpus, test, y, n_classes=2, seed=seed)
+    return bp.Problem("Obv", "n", corpus, test, y, n_classes=2, seed=seed)
 
 
-@pytest.mark.parametrize("name", [m for m in bd.METHODS if m.startswith("pyod_")])
+@pytest.mark.parametrize("name", [m for m in bm.METHODS if m.startswith("pyod_")])
 @pytest.mark.parametrize("N", [4, 12])
 def test_pyod_methods_on_an_obvious_problem(name, N):
-    out = bd.evaluate(bd.METHODS[name], obvious_problem(N=N))
+    out = be.evaluate(bm.METHODS[name], obvious_problem(N=N))
     assert out["auc"] == 1.0 and out["ap"] == 1.0
     assert out["far_nominal"] == 0.1 and 0.0 <= out["far"] <= 1.0
     assert out["fit_s"] >= 0 and out["score_s"] >= 0
@@ -233,14 +242,14 @@ def test_pyod_methods_on_an_obvious_problem(name, N):
 def test_rockad_scores_outliers_higher():
     """aeon's ROCKAD.predict is an anomaly score (higher = more anomalous); corpus of 4 < 5
     neighbours works (n_neighbors = min(5, N))."""
-    out = bd.evaluate(bd.METHODS["rockad"], obvious_problem(N=12))
+    out = be.evaluate(bm.METHODS["rockad"], obvious_problem(N=12))
     assert out["auc"] == 1.0 and out["far"] is None and out["far_nominal"] is None
-    small = bd.evaluate(bd.METHODS["rockad"], obvious_problem(N=4))
+    small = be.evaluate(bm.METHODS["rockad"], obvious_problem(N=4))
     assert json.loads(small["params"])["n_neighbors"] == "4"
 
 
 def test_ours_family_contract():
-    out = bd.evaluate(stub("s", quantile=0.8), obvious_problem())
+    out = be.evaluate(stub("s", quantile=0.8), obvious_problem())
     assert out["auc"] == 1.0 and out["far_nominal"] == pytest.approx(0.2)
     det = MeanDistance(quantile=0.8).fit(obvious_problem().corpus)
     pred = det.predict(obvious_problem().test[:6])
@@ -248,7 +257,7 @@ def test_ours_family_contract():
 
 
 def test_extra_expression_namespace_and_errors():
-    m = bd.parse_extra("lin = KernelNoveltyDetector(kernel=FlattenedKernel(Linear()))")
+    m = bm.parse_extra("lin = KernelNoveltyDetector(kernel=FlattenedKernel(Linear()))")
     assert m.name == "lin" and m.family == "ours" and m.expr.startswith("KernelNoveltyDetector(")
     det = m.build(0, 10)
     assert type(det).__name__ == "KernelNoveltyDetector"
@@ -259,9 +268,9 @@ def test_extra_expression_namespace_and_errors():
         ("x=Nope()", "NameError"),
         ("1x=np.zeros(1)", "identifier"),
     ]:
-        with pytest.raises(bd.CLIError, match=msg):
-            bd.parse_extra(bad)
-    names = [m.name for m in bd.resolve_methods(["peers", "pyod_knn"], [])]
+        with pytest.raises(CLIError, match=msg):
+            bm.parse_extra(bad)
+    names = [m.name for m in bm.resolve_methods(["peers", "pyod_knn"], [])]
     assert names == [
         "rockad",
         "rockad_mean5",
@@ -279,7 +288,7 @@ def fake_loader(seed_offset=0):
     def load(ds, data_dir, seed, classes, max_corpus, max_test, max_classes):
         Xtr, ytr = toy_split(seed + seed_offset, {"a": 6, "b": 5, "c": 5})
         Xte, yte = toy_split(seed + 1, {"a": 4, "b": 4, "c": 4})
-        return bd.build_problems(
+        return bp.build_problems(
             Xtr, ytr, Xte, yte, ds, seed, classes, max_corpus, max_test, max_classes
         )
 
@@ -290,7 +299,7 @@ def test_failing_method_recorded_and_run_goes_on(tmp_path):
     store = tmp_path / "s.sqlite"
     methods = [stub("bad", fail=True), stub("good")]
     log = []
-    n = bd.run_benchmark(["D"], methods, store, None, loader=fake_loader(), log=log.append)
+    n = bs.run_benchmark(["D"], methods, store, None, loader=fake_loader(), log=log.append)
     assert n == 6 and len(log) == 6
     got = rows(store)
     bad = [r for r in got if r["method"] == "bad"]
@@ -317,36 +326,36 @@ def test_resume_recomputes_nothing_done(tmp_path):
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        bd.run_benchmark(["D"], methods, store, None, loader=fake_loader(), log=stop_third)
+        bs.run_benchmark(["D"], methods, store, None, loader=fake_loader(), log=stop_third)
     assert len(rows(store)) == 3  # committed before the interruption
     run = sqlite3.connect(store).execute("SELECT cells_computed, finished FROM runs").fetchall()
     assert len(run) == 1 and run[0][0] == 3 and run[0][1] is not None  # the run row closed
     before = {(r["class"], r["method"]): r["finished"] for r in rows(store)}
     MeanDistance.calls = 0
-    assert bd.run_benchmark(["D"], methods, store, None, **kw) == 3
+    assert bs.run_benchmark(["D"], methods, store, None, **kw) == 3
     assert MeanDistance.calls == 3
     after = {(r["class"], r["method"]): r["finished"] for r in rows(store)}
     assert all(after[k] == v for k, v in before.items()) and len(after) == 6
     MeanDistance.calls = 0
-    assert bd.run_benchmark(["D"], methods, store, None, **kw) == 0
+    assert bs.run_benchmark(["D"], methods, store, None, **kw) == 0
     assert MeanDistance.calls == 0
     # --rerun recomputes that method only
-    assert bd.run_benchmark(["D"], methods, store, None, rerun=["m2"], **kw) == 3
+    assert bs.run_benchmark(["D"], methods, store, None, rerun=["m2"], **kw) == 3
     assert MeanDistance.calls == 3
     # --retry-errors: only failed rows
-    bd.run_benchmark(["D"], [stub("m3", fail=True)], store, None, **kw)
+    bs.run_benchmark(["D"], [stub("m3", fail=True)], store, None, **kw)
     MeanDistance.calls = 0
-    assert bd.run_benchmark(["D"], methods + [stub("m3")], store, None, **kw) == 0
-    n = bd.run_benchmark(["D"], methods + [stub("m3")], store, None, retry_errors=True, **kw)
+    assert bs.run_benchmark(["D"], methods + [stub("m3")], store, None, **kw) == 0
+    n = bs.run_benchmark(["D"], methods + [stub("m3")], store, None, retry_errors=True, **kw)
     assert n == 3 and MeanDistance.calls == 3
 
 
 def test_changed_subsample_limits_refused(tmp_path):
     store = tmp_path / "s.sqlite"
     kw = dict(loader=fake_loader(), log=lambda s: None)
-    bd.run_benchmark(["D"], [stub("m")], store, None, **kw)
-    with pytest.raises(bd.CLIError, match="max-corpus 100, not 3"):
-        bd.run_benchmark(["D"], [stub("m")], store, None, max_corpus=3, **kw)
+    bs.run_benchmark(["D"], [stub("m")], store, None, **kw)
+    with pytest.raises(CLIError, match="max-corpus 100, not 3"):
+        bs.run_benchmark(["D"], [stub("m")], store, None, max_corpus=3, **kw)
 
 
 def test_changed_extra_expression_does_not_mix(toy_dir, tmp_path, capsys):
@@ -354,22 +363,22 @@ def test_changed_extra_expression_does_not_mix(toy_dir, tmp_path, capsys):
     base = ["run", "--data-dir", str(toy_dir), "--store", store, "--methods", "e"]
     e1 = "e=KernelNoveltyDetector(kernel=FlattenedKernel(Linear()), scorer='mean_embedding')"
     e2 = "e=KernelNoveltyDetector(kernel=FlattenedKernel(Linear()), scorer='knn')"
-    assert bd.main(base + ["--extra", e1]) == 0
+    assert cli.main(base + ["--extra", e1]) == 0
     first = rows(store)
     assert len(first) == 4 and {r["expr"] for r in first} == {e1[2:]}
     capsys.readouterr()
     # same name, changed expression: refused in one line, nothing written
-    assert bd.main(base + ["--extra", e2, "--datasets", "ToyB"]) == 2
+    assert cli.main(base + ["--extra", e2, "--datasets", "ToyB"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--rerun e" in err and "Traceback" not in err
     assert rows(store) == first
     # --rerun replaces: the old rows go, also on data sets not rerun now
-    assert bd.main(base + ["--extra", e2, "--datasets", "ToyB", "--rerun", "e"]) == 0
+    assert cli.main(base + ["--extra", e2, "--datasets", "ToyB", "--rerun", "e"]) == 0
     now = rows(store)
     assert len(now) == 2 and {r["dataset"] for r in now} == {"ToyB"}
     assert {r["expr"] for r in now} == {e2[2:]}
     # the same expression again: resumes, nothing recomputed
-    assert bd.main(base + ["--extra", e2]) == 0
+    assert cli.main(base + ["--extra", e2]) == 0
     assert "2 row(s) written" in capsys.readouterr().out
 
 
@@ -383,7 +392,7 @@ def test_cli_errors_are_one_line(toy_dir, tmp_path, capsys):
         ["report", "--store", str(tmp_path / "none.sqlite")],
     ]
     for argv in cases:
-        assert bd.main(argv) == 2, argv
+        assert cli.main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, (argv, err)
 
@@ -423,7 +432,7 @@ def hand_rows():
 
 
 def test_report_mean_rank_and_left_out():
-    s = bd.summarize(hand_rows(), ["A", "B"])
+    s = br.summarize(hand_rows(), ["A", "B"])
     assert s["complete"] == ["D1", "D2"]
     assert s["mean"]["A"] == pytest.approx((0.8 + 0.5) / 2)
     assert s["mean"]["B"] == pytest.approx((0.7 + 0.5) / 2)
@@ -433,7 +442,7 @@ def test_report_mean_rank_and_left_out():
     assert s["far_gap"]["B"] == (pytest.approx(0.1), 3)
     assert s["fit_median"] == {"A": 2.0, "B": 20.0}
     assert s["progress"][("D3", "B")] == (1, 2)
-    text = bd.report_markdown(hand_rows(), ["B", "A"])
+    text = br.report_markdown(hand_rows(), ["B", "A"])
     lines = text.splitlines()
     assert "| data set | B | A |" in lines
     assert "| D1 | 0.700 | **0.800** |" in lines
@@ -446,42 +455,42 @@ def test_report_mean_rank_and_left_out():
 
 
 def test_report_failed_as_chance_and_wins_against_reference():
-    s = bd.summarize(hand_rows(), ["A", "B"], failed="chance", reference="A")
+    s = br.summarize(hand_rows(), ["A", "B"], failed="chance", reference="A")
     # D3 enters: B's failed class counts 0.5 -> B = (0.99 + 0.5) / 2
     assert s["complete"] == ["D1", "D2", "D3"]
     assert s["cell"][("D3", "B")] == pytest.approx(0.745)
     assert s["mean"]["B"] == pytest.approx((0.7 + 0.5 + 0.745) / 3)
     # B against A: D1 loses (0.7 < 0.8), D2 ties, D3 wins (0.745 > 0.1)
     assert s["wtl"]["B"] == (1, 1, 1) and s["wtl"]["A"] == (0, 3, 0)
-    text = bd.report_markdown(hand_rows(), ["A", "B"], failed="chance", reference="A")
+    text = br.report_markdown(hand_rows(), ["A", "B"], failed="chance", reference="A")
     assert "| **W/T/L vs A** | 0/3/0 | 1/1/1 |" in text.splitlines()
-    with pytest.raises(bd.CLIError, match="--failed"):
-        bd.summarize(hand_rows(), ["A"], failed="zero")
+    with pytest.raises(CLIError, match="--failed"):
+        br.summarize(hand_rows(), ["A"], failed="zero")
 
 
 def test_halves_depend_on_names_only_and_mix_collections():
     names = {"uea": [f"U{i}" for i in range(11)], "ucr": [f"R{i}" for i in range(47)]}
-    split = bd.halves(names)
+    split = bp.halves(names)
     assert sorted(split) == sorted(names["uea"] + names["ucr"])
     for coll, n_tuning in (("uea", 6), ("ucr", 24)):
         got = [split[n] for n in names[coll]]
         assert got.count("tuning") == n_tuning and got.count("confirmation") == len(got) - n_tuning
     # input order does not matter; another seed gives another split
     shuffled = {k: list(reversed(v)) for k, v in names.items()}
-    assert bd.halves(shuffled) == split
-    assert bd.halves(names, seed=bd.SPLIT_SEED + 1) != split
+    assert bp.halves(shuffled) == split
+    assert bp.halves(names, seed=bp.SPLIT_SEED + 1) != split
 
 
 def test_class_cap_is_a_fixed_choice():
     labels = [str(i) for i in range(1, 27)]
-    a = bd.choose_classes(labels, 5)
-    assert len(a) == 5 and a == bd.choose_classes(labels, 5) and set(a) <= set(labels)
+    a = bp.choose_classes(labels, 5)
+    assert len(a) == 5 and a == bp.choose_classes(labels, 5) and set(a) <= set(labels)
     assert a == sorted(a, key=labels.index)  # label order kept
-    assert bd.choose_classes(labels[:4], 5) == labels[:4]
+    assert bp.choose_classes(labels[:4], 5) == labels[:4]
     Xtr, ytr = toy_split(0, {str(k): 4 for k in range(8)})
     Xte, yte = toy_split(1, {str(k): 3 for k in range(8)})
-    probs = bd.build_problems(Xtr, ytr, Xte, yte, "Toy", max_classes=3)
-    assert [p.cls for p in probs] == bd.choose_classes([str(k) for k in range(8)], 3)
+    probs = bp.build_problems(Xtr, ytr, Xte, yte, "Toy", max_classes=3)
+    assert [p.cls for p in probs] == bp.choose_classes([str(k) for k in range(8)], 3)
     assert all(p.n_classes == 3 for p in probs)  # the data set's problem count
     # every other class is an anomaly, chosen or not
     assert all(p.y.sum() == len(yte) - 3 for p in probs)
@@ -491,41 +500,38 @@ def test_peers_get_missing_values_filled_and_rockad_recipe_scores_outliers():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(6, 30, 2))
     X[1, 3:7, 0] = np.nan
-    filled = bd.fill_missing(X)
+    filled = bi.fill_missing(X)
     assert np.isfinite(filled).all()
     np.testing.assert_allclose(
         filled[1, 3:7, 0], np.interp(np.arange(3, 7), [2, 7], X[1, [2, 7], 0])
     )
-    assert bd.fill_missing(filled) is filled  # nothing to fill: the same container
-    as_list = bd.fill_missing([x for x in X])
+    assert bi.fill_missing(filled) is filled  # nothing to fill: the same container
+    as_list = bi.fill_missing([x for x in X])
     np.testing.assert_array_equal(np.stack(as_list), filled)
-    out = bd.evaluate(bd.METHODS["rockad_recipe"], obvious_problem(N=12))
+    out = be.evaluate(bm.METHODS["rockad_recipe"], obvious_problem(N=12))
     assert out["auc"] == 1.0 and out["far"] is None
-    corpus = obvious_problem().corpus
-    ragged = [c[: 15 + i] for i, c in enumerate(corpus)]
-    assert bd.RocketKNN().fit(ragged).predict(ragged[:3]).shape == (3,)
 
 
 def test_report_cli_writes_docs(tmp_path, capsys):
     store = tmp_path / "s.sqlite"
-    bd.run_benchmark(["D"], [stub("m1"), stub("m2")], store, None, loader=fake_loader(), log=str)
+    bs.run_benchmark(["D"], [stub("m1"), stub("m2")], store, None, loader=fake_loader(), log=str)
     out = tmp_path / "results.md"
-    assert bd.main(["report", "--store", str(store), "--write-docs", str(out)]) == 0
+    assert cli.main(["report", "--store", str(store), "--write-docs", str(out)]) == 0
     text = out.read_text()
     assert text.startswith("# Detector benchmark")
     assert "report --store" in text and "cores" in text and "Data sets: D." in text
     assert "| D | **1.000** | **1.000** |" in text
-    assert bd.main(["report", "--store", str(store), "--methods", "zz"]) == 2
+    assert cli.main(["report", "--store", str(store), "--methods", "zz"]) == 2
 
 
 def test_test_subsample_with_a_singleton_class():
     # scikit-learn's stratified split refuses a class of one series: shares kept by quota
     y = np.array(["a"] * 50 + ["b"] * 30 + ["c"] * 19 + ["d"])
-    idx = bd.subsample_test(y, 40, seed=0)
+    idx = bp.subsample_test(y, 40, seed=0)
     assert len(idx) == 40 and len(set(idx)) == 40
     _, counts = np.unique(y[idx], return_counts=True)
     assert counts.sum() == 40 and counts[0] == 20 and counts[1] == 12 and 7 <= counts[2] <= 8
-    np.testing.assert_array_equal(idx, bd.subsample_test(y, 40, seed=0))
+    np.testing.assert_array_equal(idx, bp.subsample_test(y, 40, seed=0))
 
 
 def test_seed_mean_leaves_out_seeds_with_non_finite_scores():
@@ -539,8 +545,8 @@ def test_seed_mean_leaves_out_seeds_with_non_finite_scores():
             bad[0] = np.nan
             return [good, bad, 1.0 - good]  # AUCs 1, (left out), 0
 
-    m = bd.Method("seeds", "rockad", lambda seed, n: Seeds())
-    out = bd.evaluate(m, obvious_problem())
+    m = bm.Method("seeds", "rockad", lambda seed, n: Seeds())
+    out = be.evaluate(m, obvious_problem())
     assert out["auc"] == 0.5
     params = json.loads(out["params"])
     assert params["auc_per_seed"] == "[1.0, 0.0]" and params["seeds_with_non_finite_scores"] == "1"
@@ -550,7 +556,7 @@ def test_seed_mean_leaves_out_seeds_with_non_finite_scores():
             return [np.full(12, np.nan)] * 2
 
     with pytest.raises(FloatingPointError, match="non-finite"):
-        bd.evaluate(bd.Method("bad", "rockad", lambda seed, n: AllBad()), obvious_problem())
+        be.evaluate(bm.Method("bad", "rockad", lambda seed, n: AllBad()), obvious_problem())
 
 
 # -- the experiments store: the figures read back, resume, the former layout, one writer ------
@@ -641,14 +647,14 @@ class Flaky(MeanDistance):
 
 
 def pin_methods() -> list:
-    return [bd.METHODS[m] for m in ("pyod_knn", "pyod_lof", "pyod_ecod", "pyod_iforest")] + [
-        bd.Method("mean", "ours", lambda seed, n: MeanDistance(), expr="stub mean"),
-        bd.Method("flaky", "ours", lambda seed, n: Flaky(seed), expr="stub flaky"),
+    return [bm.METHODS[m] for m in ("pyod_knn", "pyod_lof", "pyod_ecod", "pyod_iforest")] + [
+        bm.Method("mean", "ours", lambda seed, n: MeanDistance(), expr="stub mean"),
+        bm.Method("flaky", "ours", lambda seed, n: Flaky(seed), expr="stub flaky"),
     ]
 
 
 def pin_run(store, root, **kw) -> int:
-    return bd.run_benchmark(["ToyA", "ToyB", "ToyC"], pin_methods(), store, [root], seeds=[0, 1],
+    return bs.run_benchmark(["ToyA", "ToyB", "ToyC"], pin_methods(), store, [root], seeds=[0, 1],
                             max_corpus=20, max_test=12, max_classes=2, log=lambda s: None,
                             **kw)  # fmt: skip
 
@@ -662,7 +668,7 @@ def pin_reports(store, root, capsys) -> list[str]:
         ["--seeds", "1", "--data-dir", str(root), "--half", "tuning", "--reference", "pyod_ecod"],
     ):  # fmt: skip
         capsys.readouterr()
-        assert bd.main(["report", "--store", str(store), *extra]) == 0
+        assert cli.main(["report", "--store", str(store), *extra]) == 0
         out.append(capsys.readouterr().out.rstrip("\n"))
     return out
 
@@ -683,11 +689,11 @@ def pinned(tmp_path_factory):
     write_pin_sets(tmp / "uea")
     tick = itertools.count()
     fake = types.SimpleNamespace(perf_counter=lambda: 0.01 * next(tick) ** 2, time=time.time)
-    real, bd.time = bd.time, fake
+    real, be.time = be.time, fake
     try:
         assert pin_run(tmp / "s.sqlite", tmp / "uea") == 72  # 6 problems, 6 methods, 2 seeds
     finally:
-        bd.time = real
+        be.time = real
     return tmp / "s.sqlite", tmp / "uea"
 
 
@@ -773,8 +779,8 @@ def test_former_layout_is_read_as_it_was_and_converted_when_written(pinned, tmp_
     db.close()
     assert pin_reports(old, pin_dir, capsys) == PINNED
     # other limits than the former meta's are refused, as before
-    with pytest.raises(bd.CLIError, match="max-test 12, not 13"):
-        bd.run_benchmark(["ToyA"], pin_methods()[:1], old, [pin_dir], max_corpus=20,
+    with pytest.raises(CLIError, match="max-test 12, not 13"):
+        bs.run_benchmark(["ToyA"], pin_methods()[:1], old, [pin_dir], max_corpus=20,
                          max_test=13, max_classes=2, log=str)  # fmt: skip
 
 
@@ -791,7 +797,7 @@ def test_store_files_that_are_not_this_store_are_one_line_errors(toy_dir, tmp_pa
         for argv in (["report", "--store", str(path)],
                      ["run", "--store", str(path), "--data-dir", str(toy_dir)]):  # fmt: skip
             capsys.readouterr()
-            assert bd.main(argv) == 2
+            assert cli.main(argv) == 2
             err = capsys.readouterr().err
             assert err.count("\n") == 1 and why in err, (argv, err)
     assert bad_meta.read_bytes() == before  # not converted, not written
@@ -819,10 +825,10 @@ def test_a_second_writer_is_refused(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "held"
         MeanDistance.calls = 0
-        with pytest.raises(bd.CLIError, match="being written by another process"):
-            bd.run_benchmark(["D"], [stub("m")], store, None, loader=fake_loader(), log=str)
+        with pytest.raises(CLIError, match="being written by another process"):
+            bs.run_benchmark(["D"], [stub("m")], store, None, loader=fake_loader(), log=str)
         assert MeanDistance.calls == 0
-        assert bd.fetch_rows(store) == []  # reading takes no lock
+        assert bs.fetch_rows(store) == []  # reading takes no lock
     finally:
         holder.kill()
         holder.wait()

@@ -194,10 +194,13 @@ def report_markdown(
 
 def write_cd_diagram(rows: list[dict], methods: list[str], path, failed: str, title: str) -> str:
     """aeon's critical-difference diagram (Wilcoxon-Holm, alpha 0.05) of the data-set means;
-    returns a line for the docs (or why none was drawn)."""
+    returns a line for the docs (or why none was drawn: fewer than 5 complete data sets, or
+    fewer than 3 methods, which aeon's Friedman test refuses)."""
     s = summarize(rows, methods, failed=failed)
     if len(s["complete"]) < 5 or len(methods) < 2:
         return f"no critical-difference diagram: {len(s['complete'])} complete data set(s)"
+    if len(methods) < 3:
+        return f"no critical-difference diagram: {len(methods)} methods (aeon's test needs 3)"
     import warnings as _w
 
     import matplotlib
