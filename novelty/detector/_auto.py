@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 
 import numpy as np
 from sklearn.base import clone
@@ -243,93 +244,144 @@ def select_members(
     n_boot: int = N_BOOT,
 ):
     """Choose members on normal series alone; returns (specs, selection table). ``Xs``: the
-    corpus as checked at the detector's public call (not checked again)."""
-    import pandas as pd
+    corpus as checked at the detector's public call (not checked again).
 
+    Three steps (module docstring): :func:`_plan_folds` (folds and synthetic anomalies),
+    :func:`_evaluate` (every kernel's Grams, every scorer's proxy, under the time budget) and
+    :func:`_choose` (the candidates against the baseline, which :func:`_baseline_candidates`
+    names before anything is evaluated)."""
     Xs = SeriesBatch.from_checked(Xs)  # a checked collection given as numpy: shared
     start = time.perf_counter()
     rng = np.random.default_rng(random_state)
-    if kernels is None:
+    full_auto = kernels is None
+    if full_auto:
         named = candidate_kernels(Xs)
     else:
         named = [(type(k).__name__, k, preprocess, normalize) for k in kernels]
-    n = len(Xs)
-    folds = _folds(n, n_folds, rng)
+    folds = _plan_folds(Xs, n_folds, rng)
+    baseline_specs = baseline_members(Xs) if full_auto else None
+    baseline = _baseline_candidates(named, baseline_specs)
+    n_required = len(baseline_specs) if full_auto else 1  # the baseline's kernels run first
+    plan(len(named) * len(folds))
+    try:
+        rows, cands, keys = _evaluate(Xs, named, folds, _Budget(start, max_time), n_required)
+    except _Overrun as over:  # even the baseline would end past max_time: no selection
+        return _no_selection(named[0], full_auto, Xs, over.end, max_time)
+    if not cands:
+        raise ValueError("no candidate kernel/scorer could be evaluated on the corpus")
+    return _choose(rows, cands, keys, baseline, top, n_boot, random_state)
+
+
+# ------------------------------------------------------------- step 1: fold planning
+def _plan_folds(Xs, n_folds: int, rng) -> list[tuple]:
+    """(training rows, held-out series, their synthetic anomalies, the anomalies' kinds) per
+    fold: ``n_folds`` folds (leave-one-out below 5 series), one anomaly of every kind of
+    perturbation per held-out series, drawn once in the raw series' space."""
+    folds = _folds(len(Xs), n_folds, rng)
     kinds = list(PERTURBATIONS)
-    # synthetic anomalies of every held-out series, drawn once (raw series space)
     sigma = corpus_scale(Xs)
-    plan_ = []
+    planned = []
     for test in folds:
-        train = np.setdiff1d(np.arange(n), test)
+        train = np.setdiff1d(np.arange(len(Xs)), test)
         held = Xs[test]
         anomalies, labels = [], []
         for x in held:
             for kind in kinds:
                 anomalies.append(perturb(x, kind, sigma, rng))
                 labels.append(kind)
-        plan_.append((train, held, anomalies, labels))
+        planned.append((train, held, anomalies, labels))
+    return planned
 
-    rows, cands = [], {}  # cands: row index -> (spec, held-out normal scores, anomalies)
-    n_required = len(baseline_members(Xs)) if kernels is None else 1  # the baseline's kernels
-    plan(len(named) * len(folds))
-    costs: list[float] = []  # final-fit reserve of each kernel evaluated (seconds)
 
-    def reserve(extra: float = 0.0) -> float:
-        return sum(sorted(costs + [extra], reverse=True)[:2])
+def _baseline_candidates(named: list, specs: list[MemberSpec] | None):
+    """(the baseline's candidates as (kernel position in ``named``, index in
+    ``SCORER_CANDIDATES``), its specs or None), or None when some member of the baseline is
+    no candidate. Full auto (``specs``: :func:`baseline_members`): each member found among the
+    candidates by its definition (kernel class and parameters, scorer and its parameters,
+    pre-processing, normalisation) and kept as it is; given kernels (``specs`` None): the
+    first kernel with the 1-NN scorer (the candidate's own spec)."""
+    if specs is None:
+        return [(0, 0)], None
+    found = [_candidate_of(spec, named) for spec in specs]
+    return None if None in found else (found, specs)
 
+
+def _candidate_of(spec: MemberSpec, named: list) -> tuple[int, int] | None:
+    """The (kernel position, scorer index) of the candidate that ``spec`` defines, or None."""
+    for position, (_, kernel, prep, norm) in enumerate(named):
+        same_kernel = type(kernel) is type(spec.kernel) and (
+            kernel.get_params() == spec.kernel.get_params()
+        )
+        if not (same_kernel and prep == spec.preprocess and norm == spec.normalize):
+            continue
+        for i, (scorer, params) in enumerate(SCORER_CANDIDATES):
+            if scorer == spec.scorer and params == spec.scorer_params:
+                return position, i
+    return None
+
+
+# ---------------------------------------------------------------- step 2: evaluation
+class _Overrun(Exception):
+    """Evaluating a kernel of the baseline would end past ``max_time`` (at ``end`` s)."""
+
+    def __init__(self, end: float):
+        self.end = end
+
+
+class _Budget:
+    """The time rule of the module docstring ("Time"): the time spent since ``start`` plus a
+    reserve for the final fit, the two largest final-fit costs of the kernels evaluated."""
+
+    def __init__(self, start: float, max_time: float):
+        self.start = start
+        self.max_time = max_time
+        self.costs: list[float] = []  # final-fit reserve of each kernel evaluated (seconds)
+
+    def reserve(self, extra: float = 0.0) -> float:
+        return sum(sorted(self.costs + [extra], reverse=True)[:2])
+
+    def spent(self) -> bool:
+        """Whether no further kernel fits: the time so far plus the reserve is past it."""
+        return time.perf_counter() - self.start + self.reserve() > self.max_time
+
+    def projected_end(self, t0: float, done: int, n_folds: int, factor: float) -> float:
+        """The end of a kernel begun at ``t0`` after ``done`` of its ``n_folds`` folds, at the
+        mean time of its folds so far, with its final fit (``factor`` times its time) in the
+        reserve."""
+        spent = time.perf_counter() - t0
+        projected = spent * n_folds / done
+        return t0 + projected - self.start + self.reserve(factor * projected)
+
+    def overruns(self, t0: float, done: int, n_folds: int, factor: float, required: bool):
+        """Whether the kernel would end past ``max_time`` (:meth:`projected_end`); for a
+        kernel of the baseline (``required``) that raises :class:`_Overrun` instead."""
+        end = self.projected_end(t0, done, n_folds, factor)
+        if end > self.max_time and required:  # even the baseline would overrun
+            raise _Overrun(end)
+        return end > self.max_time
+
+
+def _evaluate(Xs, named: list, folds: list, budget: _Budget, n_required: int):
+    """(rows of the selection table, {row: (spec, held-out normal scores, anomaly scores)}
+    of the candidates evaluated, {(kernel position, scorer index): row}), kernel by kernel in
+    the order of ``named``; the first ``n_required`` kernels (the baseline's) always run, or
+    raise :class:`_Overrun`."""
+    kinds = list(PERTURBATIONS)
+    rows, cands, keys = [], {}, {}
     for position, (kname, kernel, prep, norm) in enumerate(named):
         required = position < n_required
         factor = FINAL_FIT_FACTOR[bool(getattr(kernel, "needs_fit", False))]
-        if not required and time.perf_counter() - start + reserve() > max_time:
+        if not required and budget.spent():
             for scorer, params in SCORER_CANDIDATES:
                 rows.append(_row(kname, scorer, params, prep, np.nan, "skipped (time)"))
-            step(f"{kname}: skipped (time)", n=len(plan_))
+            step(f"{kname}: skipped (time)", n=len(folds))
             continue
         t0 = time.perf_counter()
-        acc = {i: ([], {k: [] for k in kinds}) for i in range(len(SCORER_CANDIDATES))}
-        broken: set[int] = set()  # scorers that failed in some fold: not comparable
-        failed = None
-        for done, (train, held, anomalies, labels) in enumerate(plan_, start=1):
-            try:
-                # the member pipeline fitted on the training part of the checked corpus; the
-                # held-out part is joined by new (synthetic) series, checked as any input
-                anomalies_batch = as_series_batch(anomalies, name="synthetic anomalies")
-                Xte = SeriesBatch.concat([held, anomalies_batch])
-                spec = MemberSpec(kernel, preprocess=prep, normalize=norm)
-                pipeline = fit_pipeline(spec, Xs[train])
-                K = pipeline.gram
-                Kt, diag = pipeline.grams(Xte)
-            except (ValueError, ArithmeticError) as err:
-                failed = f"failed: {err}"
-                step(n=len(plan_) - done + 1)
-                break
-            nh = len(held)
-            for i, (scorer, params) in enumerate(SCORER_CANDIDATES):
-                if i in broken:
-                    continue
-                spec = _spec(kernel, scorer, params, prep, norm)
-                try:
-                    s = make_scorer(spec, K.shape[0]).fit(K).score(Kt, diag)
-                except (ValueError, ArithmeticError):
-                    broken.add(i)
-                    continue
-                acc[i][0].extend(s[:nh])
-                for kind, v in zip(labels, s[nh:]):
-                    acc[i][1][kind].append(v)
-            step(f"{kname}: fold {done}/{len(plan_)}")
-            if done < len(plan_):
-                spent = time.perf_counter() - t0
-                projected = spent * len(plan_) / done
-                end = t0 + projected - start + reserve(factor * projected)
-                if end > max_time and required:  # even the baseline would overrun
-                    return _no_selection(named[0], kernels is None, Xs, end, max_time)
-                if end > max_time:  # this kernel would overrun: stop it here
-                    failed = "skipped (time)"
-                    step(n=len(plan_) - done)
-                    break
+        stop = partial(budget.overruns, t0, n_folds=len(folds), factor=factor, required=required)
+        acc, broken, failed = _kernel_scores(Xs, named[position], folds, kinds, stop)
         secs = time.perf_counter() - t0
         if not failed:
-            costs.append(factor * secs)
+            budget.costs.append(factor * secs)
         for i, (scorer, params) in enumerate(SCORER_CANDIDATES):
             if failed:
                 rows.append(_row(kname, scorer, params, prep, np.nan, failed))
@@ -347,8 +399,61 @@ def select_members(
             rows.append(row)
             spec = _spec(kernel, scorer, params, prep, norm, kname)
             cands[len(rows) - 1] = (spec, normal, anomalies)
-    if not cands:
-        raise ValueError("no candidate kernel/scorer could be evaluated on the corpus")
+            keys[(position, i)] = len(rows) - 1
+    return rows, cands, keys
+
+
+def _kernel_scores(Xs, candidate: tuple, folds: list, kinds: list, stop):
+    """The folds of one candidate kernel ``(name, kernel, pre-processing, normalise?)``: per
+    fold, the member pipeline fitted on the training part, one training Gram and one cross
+    Gram for every scorer candidate. Returns ({scorer index: (held-out normal scores, {kind:
+    anomaly scores})}, the scorers that failed in some fold, the failure status or None);
+    ``stop(done)`` after each fold but the last says whether the kernel would overrun."""
+    kname, kernel, prep, norm = candidate
+    acc = {i: ([], {k: [] for k in kinds}) for i in range(len(SCORER_CANDIDATES))}
+    broken: set[int] = set()  # scorers that failed in some fold: not comparable
+    failed = None
+    for done, (train, held, anomalies, labels) in enumerate(folds, start=1):
+        try:
+            # the member pipeline fitted on the training part of the checked corpus; the
+            # held-out part is joined by new (synthetic) series, checked as any input
+            anomalies_batch = as_series_batch(anomalies, name="synthetic anomalies")
+            Xte = SeriesBatch.concat([held, anomalies_batch])
+            spec = MemberSpec(kernel, preprocess=prep, normalize=norm)
+            pipeline = fit_pipeline(spec, Xs[train])
+            K = pipeline.gram
+            Kt, diag = pipeline.grams(Xte)
+        except (ValueError, ArithmeticError) as err:
+            failed = f"failed: {err}"
+            step(n=len(folds) - done + 1)
+            break
+        nh = len(held)
+        for i, (scorer, params) in enumerate(SCORER_CANDIDATES):
+            if i in broken:
+                continue
+            spec = _spec(kernel, scorer, params, prep, norm)
+            try:
+                s = make_scorer(spec, K.shape[0]).fit(K).score(Kt, diag)
+            except (ValueError, ArithmeticError):
+                broken.add(i)
+                continue
+            acc[i][0].extend(s[:nh])
+            for kind, v in zip(labels, s[nh:]):
+                acc[i][1][kind].append(v)
+        step(f"{kname}: fold {done}/{len(folds)}")
+        if done < len(folds) and stop(done):  # this kernel would overrun: stop it here
+            failed = "skipped (time)"
+            step(n=len(folds) - done)
+            break
+    return acc, broken, failed
+
+
+# ------------------------------------------------------------------ step 3: decision
+def _choose(rows: list, cands: dict, keys: dict, baseline, top: int, n_boot: int, seed: int):
+    """(the chosen specs, the selection table): the candidates are every evaluated (kernel,
+    scorer), the ``top`` best kernels each with its best scorer averaged ("top") and the
+    baseline (when all its candidates were evaluated); :func:`_decide` picks one."""
+    import pandas as pd
 
     # the best scorer of each kernel, then the `top` best kernels (diverse members)
     ranked = sorted(cands, key=lambda i: -rows[i]["score"])
@@ -360,11 +465,11 @@ def select_members(
     options = {f"row{i}": ([i], None) for i in cands}  # name -> (candidate rows, specs)
     if len(best_of_kernel) >= 2 and top > 1:
         options["top"] = (best_of_kernel[: int(top)], None)
-    baseline = _baseline(rows, cands, kernels is None, Xs)
-    if baseline is not None:
-        options["baseline"] = baseline
+    if baseline is not None and all(key in keys for key in baseline[0]):
+        options["baseline"] = ([keys[key] for key in baseline[0]], baseline[1])
     scored = {name: _combined(cands, idx) for name, (idx, _) in options.items()}
-    choice, stats = _decide(scored, "baseline" if baseline else None, n_boot, random_state)
+    has_baseline = "baseline" in options
+    choice, stats = _decide(scored, "baseline" if has_baseline else None, n_boot, seed)
 
     table = pd.DataFrame(rows)
     table["chosen"] = False
@@ -441,22 +546,6 @@ def _combined(cands: dict, idx: list[int]):
         normal = normal + (cands[i][1] - med) / iqr
         anomalies = anomalies + (cands[i][2] - med) / iqr
     return normal / len(idx), anomalies / len(idx)
-
-
-def _baseline(rows, cands, full_auto: bool, Xs):
-    """(candidate rows, specs) of the baseline: the default recipe's members (full auto) or
-    the first kernel with the 1-NN scorer; None when they were not all evaluated."""
-    by_label = {cands[i][0].name: i for i in cands}
-    if full_auto:
-        specs = baseline_members(Xs)  # named as the selection names its candidates
-        labels = [s.name for s in specs]
-    else:
-        first = rows[0]["kernel"] if rows else None
-        labels = [f"{first}+knn"]
-        specs = None
-    if not all(lb in by_label for lb in labels):
-        return None
-    return [by_label[lb] for lb in labels], specs
 
 
 def _decide(scored: dict, baseline: str | None, n_boot: int, seed: int):
