@@ -1,8 +1,10 @@
-"""The runnable toys of docs/architecture.md ("Adding a kernel", "Adding a scorer"): each is
-the page's code, checked against a brute-force computation by hand."""
+"""The runnable toys of docs/architecture.md ("Adding a kernel", "Adding a scorer", "Adding a
+detector member kind"): each is the page's code, checked against a brute-force computation by
+hand."""
 
 import numpy as np
 import pytest
+import torch
 
 import tskernels as tk
 from novelty import (
@@ -12,6 +14,7 @@ from novelty import (
     scorer_registry,
     unregister_scorer,
 )
+from novelty.detector._members import BaseMember
 
 
 # ---------------------------------------------------------------- a kernel (docs: step 1)
@@ -92,3 +95,47 @@ def test_toy_scorer_instance_equals_the_registered_name(toy_scorer):
     by_instance = KernelNoveltyDetector(kernel=MeanLinear(), scorer=MeanKernel()).fit(X)
     np.testing.assert_array_equal(by_name.score_samples(Y), by_instance.score_samples(Y))
     np.testing.assert_array_equal(by_name.calibration_scores_, by_instance.calibration_scores_)
+
+
+# ------------------------------------------------------- a member kind (docs: step 1)
+class MeanShiftMember(BaseMember):
+    """Novelty = squared distance of a series' time-mean to the corpus's mean of time-means;
+    calibration: each corpus series against the mean of the others (leave-one-out)."""
+
+    def fit(self, X, preprocessors):  # X: the checked corpus, a SeriesBatch
+        M = X.values.mean(dim=1).double()  # (N, d) time-means (equal lengths here)
+        n = M.shape[0]
+        self.corpus_, self.duplicate_groups_ = X, None
+        self.mean_ = M.mean(dim=0)
+        loo = (M.sum(dim=0) - M) / (n - 1)  # the mean without each series
+        self.calibration_ = ((M - loo) ** 2).sum(dim=1).numpy()
+        return self
+
+    def novelty_tensor(self, X):
+        return ((X.values.mean(dim=1).double() - self.mean_) ** 2).sum(dim=1)
+
+    def check_updatable(self):
+        raise NotImplementedError("MeanShiftMember has no update; refit the detector")
+
+    def update(self, X_new, raw, groups):
+        self.check_updatable()
+
+
+class MeanShiftDetector(KernelNoveltyDetector):
+    def _new_member(self, spec, n):  # the detector's one member factory (private hook)
+        return MeanShiftMember(spec)
+
+
+def test_toy_member_kind_in_the_detector_equals_brute_force():
+    X, Y = _walks(4, 30), _walks(5, 6) + 3.0
+    det = MeanShiftDetector(kernel=MeanLinear(), preprocess=False).fit(X)
+    mx, my = X.mean(axis=1), Y.mean(axis=1)
+    novelty = ((my - mx.mean(axis=0)) ** 2).sum(axis=1)
+    np.testing.assert_allclose(-det.score_samples(Y), novelty, rtol=1e-12)
+    held_out = [((mx[i] - np.delete(mx, i, axis=0).mean(axis=0)) ** 2).sum() for i in range(30)]
+    np.testing.assert_allclose(det.calibration_scores_, held_out, rtol=1e-10)
+    p = [(1 + np.sum(np.asarray(held_out) >= s)) / 31 for s in novelty]
+    np.testing.assert_allclose(det.p_values(Y), p, rtol=1e-12)
+    assert torch.is_tensor(det.members_[0].mean_)
+    with pytest.raises(NotImplementedError, match="no update"):
+        det.update(_walks(6, 2))
