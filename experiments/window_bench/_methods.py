@@ -145,6 +145,8 @@ def methods() -> dict:
         m[f"ours:knn+znorm-{agg}-zmax"] = ours(
             {"detector": "knn+znorm", "aggregate": agg, "combine": "max"}
         )
+    for agg in ("max", "mean"):  # second round (issue 32, H7): members at w and 2w
+        m[f"ours:multiscale-{agg}"] = ours({"detector": "multiscale", "aggregate": agg})
     m["sub-knn"] = sub_knn
     m["stumpy"] = stumpy_ab
     m["aeon-kmeans"] = _aeon(KMeansAD, True, lambda s: {"window_size": s.window, "random_state": 0})
@@ -162,5 +164,7 @@ def methods() -> dict:
 PEERS = ("sub-knn", "stumpy", "aeon-kmeans", "aeon-iforest", "aeon-lof", "aeon-stomp",
          "pyod-pca", "pyod-ecod")  # fmt: skip
 CANDIDATES = tuple(
-    f"ours:{d}-{a}" for d in ("knn", "znorm-knn", "knn+znorm") for a in ("max", "mean")
+    f"ours:{d}-{a}"
+    for d in ("knn", "znorm-knn", "knn+znorm", "multiscale")
+    for a in ("max", "mean")
 )
