@@ -2,6 +2,12 @@
 detector member kind"): each is the page's code, checked against a brute-force computation by
 hand."""
 
+import contextlib
+import io
+import re
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -139,3 +145,35 @@ def test_toy_member_kind_in_the_detector_equals_brute_force():
     assert torch.is_tensor(det.members_[0].mean_)
     with pytest.raises(NotImplementedError, match="no update"):
         det.update(_walks(6, 2))
+
+
+# ------------------------------------------------------- the page itself runs as written
+DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """(code, the output shown after it) of each python block followed by "Output:"."""
+    pattern = r"```python\n(.*?)```\s*\nOutput:\s*\n\s*```\n(.*?)```"
+    return re.findall(pattern, text, flags=re.S)
+
+
+def test_the_architecture_page_runs_and_prints_what_it_shows():
+    import tskernels._registry as kernel_registry_module
+
+    blocks = _blocks(DOC.read_text())
+    assert len(blocks) == 3  # kernel, scorer, member kind
+    kernels = dict(kernel_registry_module.REGISTRY._specs)  # the page registers a kernel
+    namespace: dict = {}
+    try:
+        for code, shown in blocks:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(code, str(DOC), "exec"), namespace)
+            assert out.getvalue().strip() == shown.strip()
+    finally:
+        kernel_registry_module.REGISTRY._specs.clear()
+        kernel_registry_module.REGISTRY._specs.update(kernels)
+        if "mean_kernel" in scorer_registry():
+            unregister_scorer("mean_kernel")
+    assert "mean_linear" not in kernels and "mean_kernel" not in scorer_registry()
