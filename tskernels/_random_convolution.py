@@ -23,7 +23,7 @@ from ._constraints import Interval, StrOptions
 from ._registry import KernelSpec, register
 from ._static import RBF, Linear, StaticKernel
 from ._threads import threads
-from .validation import SeriesBatch, as_series_batch, check_int
+from .validation import SeriesBatch, as_series_batch
 
 __all__ = ["RandomConvolutionKernel", "sharing_features"]
 
@@ -524,10 +524,9 @@ class RandomConvolutionKernel(Kernel):
     def _chunk_rows(self, X: SeriesBatch, n_features: int) -> int:
         """Series per transform call: ``block_size``, else as many as fit in ``max_memory``
         (raw float32, float64 and transformed copies of the features plus the series)."""
-        if self.block_size is not None:
-            check_int(self.block_size, "block_size")
+        if self.block_size is not None:  # block_size and max_memory checked at the call
             return int(self.block_size)
-        budget = self._budget  # checked (tskernels._base.check_max_memory)
+        budget = self._budget
         per_series = 20 * n_features + 16 * X.length * X.d
         return max(1, budget // per_series)
 
