@@ -304,14 +304,16 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
 
     def _calibrate(self, z, offsets) -> list:
         """Held-out step novelties of the normal data, one array per member, on the same
-        steps (module docstring). The blocks, the gap around them and the steps left out near
-        a cut follow the longest member window, so every member scores the same steps."""
+        steps (module docstring). The blocks follow the base window (``window_``), each
+        member's reference leaves out its own window's neighbourhood of the block, and the
+        steps left out near a cut follow the longest member window, so that every member
+        scores the same steps."""
         from ..detector._progress import plan, step
         from ._engine import score_recording
 
         w = self.max_window_
         total = int(offsets[-1])
-        k = int(min(self.n_folds, total // (2 * w)))
+        k = int(min(self.n_folds, total // (2 * self.window_)))
         bounds = [round(i * total / k) for i in range(k + 1)]
         strides = self._member_strides()
         plan(k)
@@ -320,7 +322,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         for g0, g1 in zip(bounds[:-1], bounds[1:]):
             step(f"block {used + 1} of {k}")
             keeps = [
-                (ref.gstart + f.window + w <= g0) | (ref.gstart >= g1 + w)
+                (ref.gstart + 2 * f.window <= g0) | (ref.gstart >= g1 + f.window)
                 for f, ref in zip(self._featurizers, self.references_)
             ]
             if not all(kp.any() for kp in keeps):
