@@ -113,7 +113,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..scorers._baselines import aggregate_nearest, squared_feature_distances
 from ..scorers._folds import LOO_MAX, fold_units
-from ._members import duplicate_groups, first_occurrences, held_out_scores, make_scorer
+from ._members import (
+    _n_distinct,
+    duplicate_groups,
+    first_occurrences,
+    held_out_scores,
+    make_scorer,
+)
 
 __all__ = ["gram_calibration", "knn_calibration", "update_detector"]
 
@@ -205,12 +211,6 @@ def gram_calibration(member, state: dict, scorer, K, g, groups) -> tuple[np.ndar
     if int(g.max()) + 1 > 1:
         return _plain_scores(spec, scorer, K, diag, groups)
     return np.empty(0), None
-
-
-def _n_distinct(member) -> int:
-    from ._members import _n_distinct as n_distinct
-
-    return n_distinct(member)
 
 
 def _plain_scores(spec, scorer, K, diag, groups) -> tuple[np.ndarray, list | None]:
