@@ -39,10 +39,16 @@ import math
 from abc import ABC, abstractmethod
 from numbers import Integral
 
-import numpy as np
 import torch
 
-from ._constraints import Constraint, Interval, Options, StrOptions, TorchDevice
+from ._constraints import (
+    Constraint,
+    Interval,
+    Options,
+    StrOptions,
+    TorchDevice,
+    validate_params,
+)
 from ._params import Parametrized
 from ._threads import threads
 from .validation import (
@@ -130,12 +136,9 @@ class _AllCores(Constraint):
         return "-1 (all cores)"
 
 
-def check_normalize(normalize) -> bool:
-    """``normalize`` as a bool: True or False (numpy's bool too); a ValueError otherwise (a
-    string such as 'yes' or 'no', a number: never read by its truth value)."""
-    if isinstance(normalize, (bool, np.bool_)):
-        return bool(normalize)
-    raise ValueError(f"`normalize` must be a bool (True or False), got {normalize!r}")
+#: The ``normalize`` argument of the public Gram methods: True or False (numpy's bool too),
+#: never a string or a number read by its truth value.
+NORMALIZE = {"normalize": ["boolean"]}
 
 
 class Kernel(Parametrized, ABC):
@@ -222,6 +225,7 @@ class Kernel(Parametrized, ABC):
         self._fit(self._check_input(X, "X"))
         return self
 
+    @validate_params(NORMALIZE)
     def gram(self, X, Y=None, *, normalize: bool = False) -> torch.Tensor:
         """Gram matrix K[i, j] = k(X[i], Y[j]) as a Tensor of shape (n_X, n_Y).
 
@@ -232,10 +236,9 @@ class Kernel(Parametrized, ABC):
         scanned again: the path of callers that checked their input at their own public call,
         as ``novelty``'s detector does).
         """
-        normalize = check_normalize(normalize)
         k, Xb, Yb = self._prepare(X, Y)
         with k._threads():
-            return k._gram(Xb, Yb, normalize or k._normalized_kernel)
+            return k._gram(Xb, Yb, bool(normalize) or k._normalized_kernel)
 
     __call__ = gram
 

@@ -36,7 +36,8 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from ._base import NonFiniteKernelError, check_normalize
+from ._base import NonFiniteKernelError
+from ._constraints import Constraint, HasMethods, Interval, validate_params
 
 __all__ = ["DEFAULT_TILE", "compute_gram", "gram_tiles"]
 
@@ -45,29 +46,30 @@ DEFAULT_TILE = 1024
 
 
 # ---------------------------------------------------------------------- checks and inputs
-def _check_tile(tile) -> int:
-    if isinstance(tile, bool) or not isinstance(tile, Integral) or tile < 1:
-        raise ValueError(f"`tile` must be a positive integer (series per tile side), got {tile!r}")
-    return int(tile)
+class _DaskClient(Constraint):
+    """A ``dask.distributed.Client`` (distributed is imported only to check one)."""
 
+    def is_satisfied_by(self, value) -> bool:
+        if value is None or isinstance(value, (str, int, float, bool)):
+            return False
+        from distributed import Client
 
-def _check_kernel(kernel) -> None:
-    if not (callable(getattr(kernel, "gram", None)) and callable(getattr(kernel, "diag", None))):
-        raise TypeError(
-            f"`kernel` must be a tskernels Kernel (with `gram` and `diag`), got {kernel!r}"
+        return isinstance(value, Client)
+
+    def __str__(self) -> str:
+        return (
+            "a dask.distributed.Client (e.g. Client(LocalCluster()) or "
+            "Client('tcp://scheduler:8786'))"
         )
 
 
-def _check_client(client) -> None:
-    if client is None:
-        return
-    from distributed import Client
-
-    if not isinstance(client, Client):
-        raise TypeError(
-            "`client` must be None (dask's default scheduler) or a dask.distributed.Client "
-            f"(e.g. Client(LocalCluster()) or Client('tcp://scheduler:8786')), got {client!r}"
-        )
+#: The arguments of :func:`gram_tiles` and :func:`compute_gram`.
+_ARGUMENTS = {
+    "kernel": [HasMethods(["gram", "diag"])],
+    "tile": [Interval(Integral, 1, None, closed="left")],
+    "normalize": ["boolean"],
+    "client": [None, _DaskClient()],
+}
 
 
 def _as_rows(X, name: str):
@@ -136,8 +138,7 @@ def _prepared_kernel(kernel, X):
 
 def _plan(kernel, X, Y, tile):
     """Checked inputs: (kernel copy, X rows, Y rows or None, row bounds, column bounds, dtype)."""
-    _check_kernel(kernel)
-    tile = _check_tile(tile)
+    tile = int(tile)  # checked by the public function
     Xr = _as_rows(X, "X")
     Yr = None if Y is None else _as_rows(Y, "Y")
     for name, R in (("X", Xr), ("Y", Yr)):
@@ -196,6 +197,7 @@ def _transposed(K: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- lazy dask array
+@validate_params(_ARGUMENTS)
 def gram_tiles(
     kernel, X, Y=None, *, tile: int = DEFAULT_TILE, normalize: bool = False, client=None
 ):
@@ -229,8 +231,7 @@ def gram_tiles(
     import dask
     import dask.array as da
 
-    normalize = check_normalize(normalize)
-    _check_client(client)
+    normalize = bool(normalize)
     kernel, Xr, Yr, rows, cols, dtype = _plan(kernel, X, Y, tile)
     kref, xref, yref = _references(client, kernel, Xr, Yr)
     task = dask.delayed(_tile_task, pure=True)
@@ -322,6 +323,9 @@ def _writable_view(out, shape, dtype) -> np.ndarray:
     return view
 
 
+@validate_params(
+    {**_ARGUMENTS, "max_in_flight": [None, Interval(Integral, 1, None, closed="left")]}
+)
 def compute_gram(
     kernel,
     X,
@@ -344,16 +348,7 @@ def compute_gram(
     With ``Y=None`` only the tiles on and above the diagonal travel; the lower triangle is
     mirrored on the driver.
     """
-    normalize = check_normalize(normalize)
-    _check_client(client)
-    if max_in_flight is not None and (
-        isinstance(max_in_flight, bool)
-        or not isinstance(max_in_flight, Integral)
-        or max_in_flight < 1
-    ):
-        raise ValueError(
-            f"`max_in_flight` must be None or a positive integer, got {max_in_flight!r}"
-        )
+    normalize = bool(normalize)
     kernel, Xr, Yr, rows, cols, dtype = _plan(kernel, X, Y, tile)
     symmetric = Yr is None
     shape = (len(Xr), len(Xr) if symmetric else len(Yr))

@@ -9,8 +9,8 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from ._base import Kernel, check_normalize, mirror_upper_, normalize_gram_
-from ._constraints import Interval, StrOptions
+from ._base import NORMALIZE, Kernel, mirror_upper_, normalize_gram_
+from ._constraints import Interval, StrOptions, validate_params
 from ._registry import KernelSpec, register
 from ._signature_pde import lifted_increments, lifted_increments_pairs
 from ._static import RBF, Linear, StaticKernel
@@ -480,6 +480,7 @@ class TruncatedSignatureKernel(Kernel):
         return out
 
     # ------------------------------------------------------------------ public
+    @validate_params(NORMALIZE)
     def gram_levels(self, X, Y=None, *, normalize: bool = False) -> torch.Tensor:
         r"""Kernels of every level 1..``level`` from one pass, Tensor (level, n_X, n_Y).
 
@@ -488,10 +489,9 @@ class TruncatedSignatureKernel(Kernel):
         (order 1: :math:`1 + P_1 + \cdots + P_k` or :math:`1 + P_k`); ``normalize=True``
         divides each level by sqrt(K(x, x) K(y, y)) of that level.
         """
-        normalize = check_normalize(normalize)
         k, Xb, Yb = self._prepare(X, Y)
         with k._threads():
-            return k._gram_levels(Xb, Yb, normalize)
+            return k._gram_levels(Xb, Yb, bool(normalize))
 
     def _gram_levels(self, Xb: SeriesBatch, Yb: SeriesBatch | None, normalize: bool):
         length = max(Xb.length, 0 if Yb is None else Yb.length)

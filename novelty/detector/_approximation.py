@@ -65,13 +65,20 @@ normalised estimator). Any other kernel: use ``approximation="nystroem"``.
 from __future__ import annotations
 
 import math
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
 import torch
 
 from tskernels import SeriesBatch, as_series_batch
+
+from .._constraints import (
+    Interval,
+    StrOptions,
+    validate_arguments,
+    validate_parameter_constraints,
+)
 
 __all__ = [
     "LANDMARK_RULES",
@@ -94,10 +101,8 @@ def _batch(X, name: str = "Z") -> SeriesBatch:
     return X if isinstance(X, SeriesBatch) else as_series_batch(X, name=name)
 
 
-def _check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}")
-    return int(value)
+#: ``n_components``: a positive int (the one dialect: :mod:`novelty._constraints`).
+_N_COMPONENTS = [Interval(Integral, 1, None, closed="left")]
 
 
 def _chunk_rows(m: int) -> int:
@@ -124,6 +129,7 @@ def _check_diag(d: torch.Tensor, what: str) -> None:
 
 
 # ---------------------------------------------------------------------- landmarks
+@validate_arguments({"n_components": _N_COMPONENTS, "rule": [StrOptions(set(LANDMARK_RULES))]})
 def select_landmarks(
     kernel,
     Z,
@@ -140,9 +146,7 @@ def select_landmarks(
     ``n_components`` at least the number of candidates, every candidate is a landmark.
     Rules: module docstring.
     """
-    M = _check_positive_int(n_components, "n_components")
-    if rule not in LANDMARK_RULES:
-        raise ValueError(f"`landmarks` must be one of {LANDMARK_RULES}, got {rule!r}")
+    M = int(n_components)
     Z = _batch(Z)
     cand = np.arange(len(Z)) if candidates is None else np.asarray(candidates, dtype=int)
     if cand.size == 0:
@@ -241,6 +245,12 @@ class NystroemFeatures:
     True
     """
 
+    _parameter_constraints = {
+        "n_components": _N_COMPONENTS,
+        "landmarks": [StrOptions(set(LANDMARK_RULES))],
+        "eig_floor": [Interval(Real, 0, 1, closed="left")],
+    }
+
     def __init__(
         self,
         kernel,
@@ -260,8 +270,8 @@ class NystroemFeatures:
 
     def fit(self, Z, candidates=None) -> NystroemFeatures:
         """Choose the landmarks among ``candidates`` (default all of Z) and factor W."""
-        if not (isinstance(self.eig_floor, float | int) and 0 <= self.eig_floor < 1):
-            raise ValueError(f"`eig_floor` must be a float in [0, 1), got {self.eig_floor!r}")
+        declared = {name: getattr(self, name) for name in self._parameter_constraints}
+        validate_parameter_constraints(self._parameter_constraints, declared, "NystroemFeatures")
         Z = _batch(Z)
         idx = select_landmarks(
             self.kernel,
@@ -329,6 +339,8 @@ class RandomFeatures:
     ``seed``. ``transform(X)`` returns (Phi, k(x, x)) like :class:`NystroemFeatures`.
     """
 
+    _parameter_constraints = {"n_components": _N_COMPONENTS}
+
     def __init__(self, kernel, n_components: int = 1000, *, normalize: bool = True, seed=0):
         self.kernel = kernel
         self.n_components = n_components
@@ -340,7 +352,9 @@ class RandomFeatures:
         import tskernels as tk
 
         k = self.kernel
-        D = _check_positive_int(self.n_components, "n_components")
+        declared = {name: getattr(self, name) for name in self._parameter_constraints}
+        validate_parameter_constraints(self._parameter_constraints, declared, "RandomFeatures")
+        D = int(self.n_components)
         if isinstance(k, tk.RandomConvolutionKernel):
             static = k.static
             if static is not None and type(static) is not tk.Linear:
