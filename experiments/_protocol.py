@@ -142,14 +142,50 @@ def fold_grams(kernel, C, O, levels: list[int] | None = None):
     if not kernel.get_tag("fit_is_empty"):
         kernel.fit(C)
     if levels is None:
-        Kcc = kernel.gram(C)[None]
-        Koc = kernel.gram(O, C)[None]
-        d_o = kernel.diag(O)[None]
+        with _features_once(kernel):
+            Kcc = kernel.gram(C)[None]
+            Koc = kernel.gram(O, C)[None]
+            d_o = kernel.diag(O)[None]
     else:
         Kcc = _select_levels(kernel.gram_levels(C, normalize=True), levels)
         Koc = _select_levels(kernel.gram_levels(O, C, normalize=True), levels)
         d_o = torch.ones(Koc.shape[:2], dtype=Koc.dtype, device=Koc.device)
     return _normalise(Kcc.to(torch.float64), Koc.to(torch.float64), d_o.to(torch.float64))
+
+
+@contextmanager
+def _features_once(kernel):
+    """Inside the block, a randomized-signature kernel (an inner product of explicit features,
+    ``_features``) computes the features of each batch once: ``gram(C)``, ``gram(O, C)`` and
+    ``diag(O)`` otherwise solve the controlled ODE for C twice and for O twice (half of a
+    per-fold Gram's time; the validation series O are most of it). A batch is recognised by
+    its values and lengths (compared exactly), and the features are the kernel's own, so
+    every Gram is bit for bit the one computed without the memo. Other kernels: no-op."""
+    from tskernels import RandomizedSignatureKernel
+
+    if not isinstance(kernel, RandomizedSignatureKernel):
+        yield
+        return
+    compute = kernel._features
+    memo: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+
+    def features(X):
+        for values, lengths, Z in memo:
+            if (
+                values.shape == X.values.shape
+                and torch.equal(lengths, X.lengths)
+                and torch.equal(values, X.values)
+            ):
+                return Z
+        Z = compute(X)
+        memo.append((X.values, X.lengths, Z))
+        return Z
+
+    kernel._features = features  # an instance attribute: shadows the method in this block
+    try:
+        yield
+    finally:
+        del kernel._features
 
 
 def _select_levels(G: torch.Tensor, levels: list[int]) -> torch.Tensor:
