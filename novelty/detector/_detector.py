@@ -255,6 +255,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
     def _fit(self, X, y) -> KernelNoveltyDetector:
         """``fit`` once its parameters are checked (by ``fit``, before the progress bar)."""
+        from ._streaming import streamed_fit
+
+        if streamed_fit(self, X, y):  # a memory-mapped corpus, in blocks (its module says when)
+            return self
         start = time.perf_counter()
         Xs = self._series(X, reset=True)
         Xs = self._normal_rows(Xs, y)
