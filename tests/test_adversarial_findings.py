@@ -95,18 +95,29 @@ def test_normalize_must_be_a_bool(value):
     assert k.gram(X, normalize=np.True_).shape == (3, 3)  # numpy's bool is a bool
 
 
+_CLIP = r"The 'clip' parameter of Preprocessor must be None or a float in the range \(0.0, inf\]"
+
+
 @pytest.mark.parametrize("clip", [0, -1, 0.0, float("nan"), "5", True])
 def test_preprocessor_clip_must_be_positive(clip):
     from tskernels.transforms import Preprocessor
     from tskernels.transforms import clip as clip_values
 
     X = np.random.default_rng(0).normal(size=(4, 6, 2))
-    with pytest.raises(ValueError, match="`clip` must be a number > 0 or None"):
+    with pytest.raises(
+        ValueError,
+        match=_CLIP,
+    ):
         Preprocessor(clip=clip).fit(X)
     fitted = Preprocessor().fit(X)
-    with pytest.raises(ValueError, match="`clip` must be a number > 0 or None"):
+    with pytest.raises(
+        ValueError,
+        match=_CLIP,
+    ):
         fitted.set_params(clip=clip).transform(X)
-    with pytest.raises(ValueError, match="`bound` must be a number > 0"):
+    with pytest.raises(
+        ValueError, match=r"The 'bound' parameter of clip must be a float in the range \(0.0, inf\]"
+    ):
         clip_values(X, clip)
     assert Preprocessor(clip=None).fit_transform(X).shape == (4, 7, 2)
 

@@ -25,11 +25,14 @@ elementwise, so a batch, an array and a list give the same bits.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._constraints import Interval, StrOptions, validate_estimator, validate_params
 from .validation import SeriesBatch, all_finite, as_series_batch, check_finite
 
 __all__ = [
@@ -78,27 +81,30 @@ def _forward_filled(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor
 
 
 # ---------------------------------------------------------------------------- steps
+#: The constraints of the steps' parameters (the one dialect: ``tskernels._constraints``).
+_COUNT = [Interval(Integral, 1, None, closed="left")]
+#: A clipping bound: > 0, infinity allowed (no clipping), NaN refused; a bound <= 0 would
+#: make every series constant.
+_BOUND = [Interval(Real, 0, None, closed="right")]
+_PER = [StrOptions({"step", "channel"})]
+_EPS = [Interval(Real, 0, None, closed="left")]
+
+
+@validate_params({"max_length": _COUNT})
 def pooling_window(length: int, max_length: int = 100) -> int:
     """Window ``1 + (length - 1) // max_length`` (1, i.e. no pooling, when length <= max_length)."""
-    if max_length < 1:
-        raise ValueError(f"`max_length` must be a positive integer, got {max_length}")
     return 1 + (int(length) - 1) // int(max_length)
 
 
+@validate_params({"window": _COUNT})
 def average_pool(X, window: int):
     """Means over non-overlapping windows of ``window`` steps; a trailing partial window is
     dropped (a series shorter than the window becomes its mean, one step)."""
     B, kind = _read(X)
-    out = _pool(B, _check_window(window))
+    out = _pool(B, int(window))
     if out is B:  # window 1: a copy, never the input itself
         out = SeriesBatch(B.values.clone(), B.lengths.clone())
     return _give_back(out, kind)
-
-
-def _check_window(window) -> int:
-    if window < 1:
-        raise ValueError(f"`window` must be a positive integer, got {window}")
-    return int(window)
 
 
 def _pool(B: SeriesBatch, window: int) -> SeriesBatch:
@@ -121,27 +127,11 @@ def _pool(B: SeriesBatch, window: int) -> SeriesBatch:
     return SeriesBatch(_forward_filled(S, out_len).contiguous(), out_len)
 
 
+@validate_params({"bound": _BOUND})
 def clip(X, bound: float = 5.0):
-    """Clip every value to [-bound, bound] (``bound`` > 0)."""
+    """Clip every value to [-bound, bound] (``bound`` > 0; inf: no clipping)."""
     B, kind = _read(X)
-    return _give_back(_clip(B, check_clip(bound)), kind)
-
-
-def check_clip(bound, name: str = "bound", allow_none: bool = False):
-    """``bound`` as a float > 0 (inf allowed: no clipping), or None where ``allow_none``; a
-    ValueError otherwise (a bound <= 0 would make every series constant)."""
-    if bound is None and allow_none:
-        return None
-    ok = isinstance(bound, (int, float, np.integer, np.floating)) and not isinstance(
-        bound, (bool, np.bool_)
-    )
-    if not ok or not float(bound) > 0:  # NaN fails too
-        what = "a number > 0 or None" if allow_none else "a number > 0"
-        raise ValueError(
-            f"`{name}` must be {what} (values are clipped to [-{name}, {name}]; 0 or less "
-            f"would make every series constant), got {bound!r}"
-        )
-    return float(bound)
+    return _give_back(_clip(B, float(bound)), kind)
 
 
 def _clip(B: SeriesBatch, bound: float) -> SeriesBatch:
@@ -183,21 +173,18 @@ class ZScore(BaseEstimator, TransformerMixin):
     ``per="channel"``: per channel, pooled over series and time, for any length.
     """
 
+    _parameter_constraints = {"eps": _EPS, "per": _PER}
+
     def __init__(self, eps: float = 1e-4, per: str = "step"):
         self.eps = eps
         self.per = per
 
     def fit(self, X, y=None):
-        self._check_per()
         return self._fit(_read(X)[0])
-
-    def _check_per(self) -> None:
-        if self.per not in ("step", "channel"):
-            raise ValueError(f'`per` must be "step" or "channel", got {self.per!r}')
 
     def _fit(self, B: SeriesBatch) -> ZScore:
         """``fit`` on a checked batch: numpy's mean and std of the valid steps."""
-        self._check_per()
+        validate_estimator(self)
         self.per_step_ = B.equal_length and self.per == "step"
         if self.per_step_:
             X = B.numpy()
@@ -253,6 +240,15 @@ class Preprocessor(BaseEstimator, TransformerMixin):
     A :class:`~tskernels.validation.SeriesBatch` in gives a SeriesBatch out.
     """
 
+    _parameter_constraints = {
+        "max_length": _COUNT,
+        "clip": [None, *_BOUND],
+        "eps": _EPS,
+        "basepoint": ["boolean"],
+        "time_channel": ["boolean"],
+        "zscore": _PER,
+    }
+
     def __init__(
         self,
         max_length: int = 100,
@@ -270,7 +266,7 @@ class Preprocessor(BaseEstimator, TransformerMixin):
         self.zscore = zscore
 
     def fit(self, X, y=None):
-        check_clip(self.clip, "clip", allow_none=True)
+        validate_estimator(self)
         B = _read(X)[0]
         self.window_ = pooling_window(int(B.lengths.max()), self.max_length)
         pooled = _confirmed(_pool(B, self.window_))
@@ -282,7 +278,7 @@ class Preprocessor(BaseEstimator, TransformerMixin):
         """The fitted steps on ``X`` (checked once here, unless a SeriesBatch); the outputs of
         the steps that can overflow (pooling, z-score) are confirmed finite by one reduction."""
         check_is_fitted(self, "window_")
-        check_clip(self.clip, "clip", allow_none=True)
+        validate_estimator(self)
         B, kind = _read(X)
         if self.window_ > 1:  # a window's sum can overflow on finite input
             B = _confirmed(_pool(B, self.window_))
