@@ -50,6 +50,7 @@ import numpy as np
 
 __all__ = [
     "Constraint",
+    "DaskClient",
     "HasMethods",
     "Interval",
     "IsInstance",
@@ -190,6 +191,23 @@ class TorchDevice(Constraint):
 
     def __str__(self) -> str:
         return "a torch.device or its name ('cpu', 'cuda', 'cuda:1', ...)"
+
+
+class DaskClient(Constraint):
+    """A ``dask.distributed.Client`` (distributed is imported only to check an object)."""
+
+    def is_satisfied_by(self, value) -> bool:
+        if value is None or isinstance(value, (str, bytes, int, float)):
+            return False
+        from distributed import Client
+
+        return isinstance(value, Client)
+
+    def __str__(self) -> str:
+        return (
+            "a dask.distributed.Client (e.g. Client(LocalCluster()) or "
+            "Client('tcp://scheduler:8786'))"
+        )
 
 
 class _Is(Constraint):

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ._base import NonFiniteKernelError
-from ._constraints import Constraint, HasMethods, Interval, validate_params
+from ._constraints import DaskClient, HasMethods, Interval, validate_params
 
 __all__ = ["DEFAULT_TILE", "compute_gram", "gram_tiles"]
 
@@ -46,29 +46,12 @@ DEFAULT_TILE = 1024
 
 
 # ---------------------------------------------------------------------- checks and inputs
-class _DaskClient(Constraint):
-    """A ``dask.distributed.Client`` (distributed is imported only to check one)."""
-
-    def is_satisfied_by(self, value) -> bool:
-        if value is None or isinstance(value, (str, int, float, bool)):
-            return False
-        from distributed import Client
-
-        return isinstance(value, Client)
-
-    def __str__(self) -> str:
-        return (
-            "a dask.distributed.Client (e.g. Client(LocalCluster()) or "
-            "Client('tcp://scheduler:8786'))"
-        )
-
-
 #: The arguments of :func:`gram_tiles` and :func:`compute_gram`.
 _ARGUMENTS = {
     "kernel": [HasMethods(["gram", "diag"])],
     "tile": [Interval(Integral, 1, None, closed="left")],
     "normalize": ["boolean"],
-    "client": [None, _DaskClient()],
+    "client": [None, DaskClient()],
 }
 
 

@@ -38,6 +38,7 @@ import torch
 
 from ._constraints import (
     Constraint,
+    DaskClient,
     HasMethods,
     Interval,
     IsInstance,
@@ -62,6 +63,7 @@ __all__ = [
     "validate_estimator",
     "validate_params",
     "Constraint",
+    "DaskClient",
     "HasMethods",
     "Interval",
     "IsInstance",

@@ -16,6 +16,10 @@ from numbers import Integral
 import numpy as np
 import torch
 
+from tskernels.validation import DaskClient
+
+from .._constraints import Interval, StrOptions, validate_arguments
+
 __all__ = ["score_in_partitions"]
 
 _METHODS = ("score_samples", "decision_function", "predict", "p_values")
@@ -39,6 +43,13 @@ def _as_partitionable(X):
     return as_series_collection(X, name="X")
 
 
+@validate_arguments(
+    {
+        "batch": [Interval(Integral, 1, None, closed="left")],
+        "method": [StrOptions(set(_METHODS))],
+        "client": [None, DaskClient()],
+    }
+)
 def score_in_partitions(
     estimator, X, *, client=None, batch: int = 1000, method: str = "score_samples"
 ):
@@ -60,20 +71,9 @@ def score_in_partitions(
     """
     from sklearn.utils.validation import check_is_fitted
 
-    if isinstance(batch, bool) or not isinstance(batch, Integral) or batch < 1:
-        raise ValueError(
-            f"`batch` must be a positive integer (series per partition), got {batch!r}"
-        )
-    if method not in _METHODS:
-        raise ValueError(f"`method` must be one of {_METHODS}, got {method!r}")
     if not callable(getattr(estimator, method, None)):
         raise TypeError(f"{type(estimator).__name__} has no method `{method}`")
     check_is_fitted(estimator)
-    if client is not None:
-        from distributed import Client
-
-        if not isinstance(client, Client):
-            raise TypeError(f"`client` must be None or a dask.distributed.Client, got {client!r}")
     Xp = _as_partitionable(X)
     n = len(Xp)
     if n == 0:
