@@ -142,7 +142,7 @@ def fold_grams(kernel, C, O, levels: list[int] | None = None):
     if not kernel.get_tag("fit_is_empty"):
         kernel.fit(C)
     if levels is None:
-        with _features_once(kernel):
+        with _computed_once(kernel):
             Kcc = kernel.gram(C)[None]
             Koc = kernel.gram(O, C)[None]
             d_o = kernel.diag(O)[None]
@@ -154,38 +154,53 @@ def fold_grams(kernel, C, O, levels: list[int] | None = None):
 
 
 @contextmanager
-def _features_once(kernel):
-    """Inside the block, a randomized-signature kernel (an inner product of explicit features,
-    ``_features``) computes the features of each batch once: ``gram(C)``, ``gram(O, C)`` and
-    ``diag(O)`` otherwise solve the controlled ODE for C twice and for O twice (half of a
-    per-fold Gram's time; the validation series O are most of it). A batch is recognised by
-    its values and lengths (compared exactly), and the features are the kernel's own, so
-    every Gram is bit for bit the one computed without the memo. Other kernels: no-op."""
+def _computed_once(kernel):
+    """Inside the block the kernel computes what ``gram(C)``, ``gram(O, C)`` and ``diag(O)``
+    share once per batch:
+
+    - a randomized-signature kernel (an inner product of explicit features, ``_features``)
+      solves the controlled ODE once for C and once for O (the three calls solve it for C
+      twice and for O twice: half of a per-fold Gram's time);
+    - a kernel that checks K(x, x) of both inputs of a cross Gram (``_checks_cross_diag``:
+      the PDE signature kernels) computes the diagonal of O once (``gram(O, C)`` computes it
+      for its check, ``diag(O)`` again).
+
+    A batch is recognised by its values and lengths (compared exactly), the results are the
+    kernel's own (handed out as copies), so every Gram is bit for bit the one computed without
+    the block. Other kernels: no-op."""
     from tskernels import RandomizedSignatureKernel
 
-    if not isinstance(kernel, RandomizedSignatureKernel):
+    names = []
+    if isinstance(kernel, RandomizedSignatureKernel):
+        names.append("_features")
+    if type(kernel)._checks_cross_diag:
+        names.append("_checked_diag")
+    for name in names:
+        setattr(kernel, name, _once(getattr(kernel, name)))  # shadows the method
+    try:
         yield
-        return
-    compute = kernel._features
+    finally:
+        for name in names:
+            delattr(kernel, name)
+
+
+def _once(compute):
+    """``compute(X)`` of a SeriesBatch, remembered per batch (values and lengths)."""
     memo: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
 
-    def features(X):
-        for values, lengths, Z in memo:
+    def once(X):
+        for values, lengths, result in memo:
             if (
                 values.shape == X.values.shape
                 and torch.equal(lengths, X.lengths)
                 and torch.equal(values, X.values)
             ):
-                return Z
-        Z = compute(X)
-        memo.append((X.values, X.lengths, Z))
-        return Z
+                return result.clone()
+        result = compute(X)
+        memo.append((X.values, X.lengths, result))
+        return result.clone()
 
-    kernel._features = features  # an instance attribute: shadows the method in this block
-    try:
-        yield
-    finally:
-        del kernel._features
+    return once
 
 
 def _select_levels(G: torch.Tensor, levels: list[int]) -> torch.Tensor:

@@ -1,7 +1,8 @@
 """fold_grams computes what a fold's three kernel calls share once (issue 34, item 1): the
 randomized signature's features of the corpus and of the other series are solved once each,
-and the Grams are bit for bit those of the plain calls (the oracle: gram(C), gram(O, C) and
-diag(O) of a fresh kernel, normalised the same way)."""
+the PDE signature kernel's diagonal of the other series once, and the Grams are bit for bit
+those of the plain calls (the oracle: gram(C), gram(O, C) and diag(O) of a fresh kernel,
+normalised the same way)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from experiments._protocol import _normalise, fold_grams
-from tskernels import GlobalAlignmentKernel, RandomizedSignatureKernel
+from tskernels import GlobalAlignmentKernel, RandomizedSignatureKernel, SignaturePDEKernel
 
 
 def _walks(n, T=20, d=3, seed=0):
@@ -71,3 +72,22 @@ def test_other_kernels_unchanged():
     exp = _plain(GlobalAlignmentKernel(sigma_factor=1.0), C, O)
     for g, e in zip(got, exp):
         assert torch.equal(g, e)
+
+
+def test_pde_signature_diagonal_of_the_others_computed_once(monkeypatch):
+    C, O = _walks(5, T=12), _walks(6, T=12, seed=3)
+    expected = _plain(SignaturePDEKernel(), C, O)
+    calls = []
+    original = SignaturePDEKernel._diag
+
+    def counted(self, X):
+        calls.append(X.n)
+        return original(self, X)
+
+    monkeypatch.setattr(SignaturePDEKernel, "_diag", counted)
+    kernel = SignaturePDEKernel()
+    got = fold_grams(kernel, C, O)
+    assert sorted(calls) == [5, 6]  # the plain calls: 6 (check in gram(O, C)), 5, 6 (diag)
+    for g, e in zip(got, expected):
+        assert torch.equal(g, e)
+    assert "_checked_diag" not in kernel.__dict__
