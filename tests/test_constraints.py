@@ -158,6 +158,8 @@ def test_no_hand_written_parameter_checkers_are_left():
         "def check_positive(", "def check_int(", "def check_nonnegative(", "def check_bool(",
         "def check_option(", "def check_n_jobs(", "def check_fraction(", "def check_alphas(",
         "def check_max_memory(", "def check_block_size(", "def _check_int(",
+        "def check_normalize(", "def _check_tile(", "def _check_kernel(", "def _check_client(",
+        "def _check_positive_int(", "def check_clip(", "def _check_window(", "def _check_per(",
     )  # fmt: skip
     found = [
         f"{path.relative_to(root)}: {name}"

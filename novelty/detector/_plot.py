@@ -9,10 +9,16 @@ inside the function, so ``import novelty`` does not load it.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 
+from .._constraints import Interval, validate_arguments
+
 __all__ = ["plot_scores"]
+
+#: ``max_flagged`` and ``max_channels`` (the one dialect: :mod:`novelty._constraints`).
+_AT_LEAST_ONE = [Interval(Integral, 1, None, closed="left")]
 
 _FLAG_COLOURS = ["#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
@@ -58,6 +64,7 @@ def _common_grid(series: list[np.ndarray], n_points: int) -> np.ndarray:
     return out
 
 
+@validate_arguments({"max_flagged": _AT_LEAST_ONE, "max_channels": _AT_LEAST_ONE})
 def plot_scores(detector, X, *, corpus=None, max_flagged: int = 5, max_channels: int = 6,
                 band=(0.05, 0.95), figsize=None):  # fmt: skip
     """Plot a fitted detector's novelty scores on ``X`` and the series it flags.
@@ -96,9 +103,6 @@ def plot_scores(detector, X, *, corpus=None, max_flagged: int = 5, max_channels:
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(detector, "members_")
-    for name, v in (("max_flagged", max_flagged), ("max_channels", max_channels)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"`{name}` must be an integer >= 1, got {v!r}")
     lo, hi = (float(b) for b in band)
     if not 0.0 <= lo < hi <= 1.0:
         raise ValueError(f"`band` must be two quantiles 0 <= low < high <= 1, got {band!r}")
