@@ -12,10 +12,13 @@ independent, and the normal windows cannot score themselves. The concatenated no
 cut into ``n_folds`` contiguous blocks; for each block, the reference is every normal window
 that ends at least ``window`` steps before the block or starts at least ``window`` steps after
 it, and the block's steps are scored as a recording of their own (the ``window - 1`` steps next to a
-cut, covered by fewer windows than inside a recording, are left out). These held-out step
-novelties :math:`c_1..c_n` are ``calibration_scores_``; a new step of novelty :math:`s` gets
-the conformal p-value :math:`p = (1 + \#\{c_i \ge s\}) / (n + 1)` and ``predict`` flags
-:math:`p \le` ``contamination``.
+cut, covered by fewer windows than inside a recording, are left out). With members of several
+windows ("multiscale"), each member's reference leaves out its own window around the block and
+the steps left out near a cut follow the longest window, so every member scores the same
+steps; the calibration novelty of a step is then the members' combination, as for a new step.
+These held-out step novelties :math:`c_1..c_n` are ``calibration_scores_``; a new step of
+novelty :math:`s` gets the conformal p-value :math:`p = (1 + \#\{c_i \ge s\}) / (n + 1)`
+and ``predict`` flags :math:`p \le` ``contamination``.
 
 What ``contamination`` guarantees: for a new recording of the same (stationary) normal
 process, the *expected share of its steps* that are flagged is at most about
@@ -58,7 +61,7 @@ __all__ = ["WindowNoveltyDetector", "WindowExplanation", "WindowStream"]
 DEFAULT_MAX_MEMORY = 256 * 2**20
 #: the choices ``detector`` and ``aggregate`` take when None (decided on the benchmark's
 #: tuning half: docs/windows.md)
-DEFAULT_DETECTOR = "knn+znorm"
+DEFAULT_DETECTOR = "multiscale"
 DEFAULT_AGGREGATE = "mean"
 DETECTORS = ("knn", "znorm-knn", "knn+znorm", "multiscale")
 #: the members of each detector: (window multiple, z-normalised)
@@ -79,18 +82,24 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         (autocorrelation), clipped to [16, min(512, T/4)] (:func:`novelty.windows._period.
         auto_window`); ``window_`` holds the value used.
     stride : "auto" (default) or int >= 1, steps between window starts when scoring (and in
-        calibration). "auto": ``max(1, window // 8)``, so each step is covered by about 8
-        windows. At most ``window``.
-    detector : None (default, the tuned choice), "knn", "znorm-knn" or "knn+znorm". "knn":
-        windows standardised per channel by the normal data's statistics; "znorm-knn": each
-        window and channel z-normalised on its own (shape only, level and scale ignored);
-        "knn+znorm": both, each member's step novelty put on the scale of its own held-out
-        calibration novelties, :math:`z = (s - \operatorname{median}) / \operatorname{IQR}`,
-        and the mean of the two z taken (as :class:`novelty.KernelNoveltyDetector` combines
-        its members); the channel shares are those of the member with the larger z.
+        calibration). "auto": ``max(1, window // 8)`` for each member's window, so each step
+        is covered by about 8 windows of each member. At most ``window``.
+    detector : None (default, the tuned choice: "multiscale"), "knn", "znorm-knn",
+        "knn+znorm" or "multiscale". "knn": windows standardised per channel by the normal
+        data's statistics (level and shape); "znorm-knn": each window and channel
+        z-normalised on its own (shape only, level and scale ignored); "knn+znorm": both,
+        each member's step novelty put on the scale of its own held-out calibration
+        novelties, :math:`z = (s - \operatorname{median}) / \operatorname{IQR}`, and the
+        mean of the z taken (as :class:`novelty.KernelNoveltyDetector` combines its members);
+        "multiscale": three members so combined, "knn" at the window, "knn" at twice the
+        window (``2 * n_segments`` segments, so segments keep their length; capped at a
+        quarter of the normal steps and half the longest recording) and "znorm-knn" at the
+        window: a hedge against a period estimate off by a factor of two, with two
+        level-aware members to one shape member. ``member_windows_`` holds the members'
+        windows. The channel shares are those of the member with the largest z.
     aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
         windows covering it.
-    combine : "mean" (default) or "max": how "knn+znorm" combines its members' z-scores.
+    combine : "mean" (default) or "max": how several members' z-scores are combined.
     contamination : float in (0, 0.5], default 0.01, the expected share of steps of new
         normal data that ``predict`` flags (module docstring: what it guarantees).
     n_neighbors : int >= 1, default 1, the window novelty is the mean distance to this many
@@ -128,8 +137,10 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     50
     >>> new = np.sin(2 * np.pi * t[:1000] / 50) + 0.1 * rng.normal(size=1000)
     >>> new[500:540] = 0.0
+    >>> det.member_windows_  # knn at 50 and 100 steps, znorm-knn at 50
+    [50, 100, 50]
     >>> flagged = np.flatnonzero(det.predict(new) == -1)
-    >>> bool(((flagged >= 450) & (flagged < 590)).mean() > 0.9)
+    >>> bool(((flagged >= 400) & (flagged < 640)).mean() > 0.9)  # within the longest window
     True
     """
 
