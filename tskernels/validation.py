@@ -116,7 +116,8 @@ def _first_bad(t: torch.Tensor) -> tuple[tuple[int, ...], str, int]:
 
 
 def check_finite(t: torch.Tensor, name: str, remedy: str = "impute or drop them first") -> None:
-    """ValueError naming the first NaN/Inf entry of ``t`` (one reduction when clean)."""
+    """ValueError naming the first NaN/Inf entry of ``t`` (one reduction when clean): the one
+    finiteness check of the package (numpy arrays: :func:`_check_finite_numpy`)."""
     if all_finite(t):
         return
     idx, kind, count = _first_bad(t)
@@ -342,15 +343,11 @@ def _series_array(x, name: str) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def _check_finite_array(x: np.ndarray, name: str) -> None:
-    if np.isfinite(x).all():
-        return
-    idx = tuple(int(i) for i in np.argwhere(~np.isfinite(x))[0])
-    kind = "NaN" if np.isnan(x[idx]) else "infinite"
-    raise ValueError(
-        f"`{name}` contains NaN or infinite values (first: {kind} at index {idx}); impute or "
-        "drop them first"
-    )
+def _check_finite_numpy(x: np.ndarray, name: str) -> None:
+    """:func:`check_finite` for a numpy array (one numpy reduction when clean; the message of
+    :func:`check_finite`, from a copy, only when it is not)."""
+    if not np.isfinite(x).all():
+        check_finite(torch.tensor(x), name)
 
 
 def as_series_arrays(X, *, name: str = "X") -> tuple[np.ndarray | list[np.ndarray], bool]:
@@ -367,7 +364,7 @@ def as_series_arrays(X, *, name: str = "X") -> tuple[np.ndarray | list[np.ndarra
             x = _series_array(x, f"{name}[{i}]")
             if x.ndim != 2 or x.shape[0] == 0:
                 raise ValueError(f"`{name}[{i}]` must be a non-empty 2-D array (T_i, d)")
-            _check_finite_array(x, f"{name}[{i}]")
+            _check_finite_numpy(x, f"{name}[{i}]")
             out.append(x)
         if len({x.shape[1] for x in out}) > 1:
             raise ValueError(f"series in `{name}` have different channel counts")
@@ -379,7 +376,7 @@ def as_series_arrays(X, *, name: str = "X") -> tuple[np.ndarray | list[np.ndarra
         raise ValueError(f"`{name}` must be a 3-D array (n, T, d), got ndim={X.ndim}")
     if X.shape[0] == 0:
         raise ValueError(f"`{name}` is empty: need at least one series")
-    _check_finite_array(X, name)
+    _check_finite_numpy(X, name)
     return X, True
 
 
