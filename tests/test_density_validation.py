@@ -94,3 +94,41 @@ def test_wrong_kind_of_kernel_method_names_the_kernel():
         GaussianKernel(1.0).fit(X)._features(X)
     with pytest.raises(TypeError, match="SDOKernel is a random-feature kernel and has no `_log_k`"):
         SDOKernel(1.0, n_features=16).fit(X)._log_k(X, X)
+
+
+@pytest.mark.parametrize(
+    "make, name, bad",
+    [
+        (lambda: GaussianKernel(1.0), "sigma", 0.0),
+        (lambda: LaplacianKernel(1.0), "dtype", "int32"),
+        (lambda: SDOKernel(), "n_features", 0),
+        (lambda: SDOKernel(), "seed", -1),
+        (lambda: SDOKernel(), "m", True),
+        (lambda: SOSREP(GaussianKernel(1.0)), "max_iter", 0),
+        (lambda: SOSREP(GaussianKernel(1.0)), "seed", 1.5),
+        (lambda: SOSREP(GaussianKernel(1.0)), "device", "gpu0"),
+        (lambda: KDE(GaussianKernel(1.0)), "kernel", GaussianKernel),
+    ],
+)
+def test_every_parameter_is_declared_and_checked_at_fit(make, name, bad):
+    """The one dialect: each class declares a constraint for every constructor parameter, and
+    a bad value set after construction raises at fit naming the parameter and the class."""
+    est = make()
+    assert set(est.get_params(deep=False)) == set(type(est)._parameter_constraints)
+    est.set_params(**{name: bad})
+    with pytest.raises(ValueError, match=rf"The '{name}' parameter of {type(est).__name__} must"):
+        est.fit(torch.as_tensor(GOOD))
+
+
+def test_public_functions_declare_their_arguments():
+    from density import first_stable_minimum, select_bandwidth
+
+    K = torch.eye(3)
+    with pytest.raises(ValueError, match=r"The 'max_iter' parameter of sosrep_solve must be"):
+        sosrep_solve(K, max_iter=0)
+    with pytest.raises(ValueError, match=r"The 'window' parameter of first_stable_minimum"):
+        first_stable_minimum([1.0, 0.0, 1.0], window=True)
+    with pytest.raises(ValueError, match=r"The 'estimator' parameter of select_bandwidth must be"):
+        select_bandwidth(GaussianKernel(), GOOD, [1.0])
+    with pytest.raises(ValueError, match=r"The 'validation_fraction' parameter of select_bandwid"):
+        select_bandwidth(KDE(GaussianKernel()), GOOD, [1.0], validation_fraction=0.0)
