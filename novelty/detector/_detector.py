@@ -267,17 +267,20 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             raise ValueError("KernelNoveltyDetector needs at least 1 normal series, got 0")
         self.n_channels_ = _channels(Xs)
         self.n_corpus_ = n
-        from ._members import series_digest
+        from ._members import groups_of_digests, known_duplicate_groups, series_digest
 
-        # to tell when the corpus itself is scored (in-sample scores: see _novelty)
-        self._corpus_digests = frozenset(series_digest(x) for x in Xs)
+        # the corpus hashed once: to tell when it is scored (in-sample scores: see _novelty),
+        # and its exact copies for every member (Member.fit's duplicate_groups)
+        digests = [series_digest(x) for x in Xs]
+        self._corpus_digests = frozenset(digests)
+        groups = groups_of_digests(digests, Xs.__getitem__)
         specs = self._member_specs(Xs, start)
-        from ._members import make_scorer, planned_steps
+        from ._members import planned_steps, scorer_class
         from ._progress import plan
 
         plan(sum(planned_steps(spec, n) for spec in specs))
         for spec in specs:
-            need = make_scorer(spec).min_corpus
+            need = scorer_class(spec.scorer).min_corpus
             if n < need:
                 raise ValueError(
                     f"scorer {spec.label().rsplit('+', 1)[-1]!r} needs at least {need} normal "
@@ -287,7 +290,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         preprocessors: dict = {}
         from tskernels._random_convolution import sharing_features
 
-        with sharing_features():  # members with equal MiniRocket transforms compute them once
+        # members with equal MiniRocket transforms compute them once
+        with sharing_features(), known_duplicate_groups(Xs, groups):
             self.members_ = [self._new_member(spec, n).fit(Xs, preprocessors) for spec in specs]
         self._set_calibration(self.members_, n)
         self.fit_seconds_ = time.perf_counter() - start

@@ -42,9 +42,9 @@ the range of the cast.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import hashlib
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -54,7 +54,6 @@ from sklearn.base import clone
 
 from tskernels import SeriesBatch
 
-from ..scorers._baselines import KNNScorer, squared_feature_distances
 from ..scorers._folds import CALIBRATION_FOLDS, calibration_folds
 from ..scorers._gram_scorer import GramScorer, union_gram
 from ..scorers._scorer_registry import scorer_name, scorer_names, scorer_registry
@@ -274,19 +273,32 @@ def duplicate_groups(X) -> np.ndarray | None:
     """Exact copies among the series of the checked collection ``X`` ((n, T, d) array, list of
     (T_i, d) arrays, or a SeriesBatch): group ids (n,), numbered in order of first occurrence,
     equal for series of equal length whose values are all equal (-0.0 equal to 0.0); ``None``
-    when every series is distinct. Each series is hashed (BLAKE2b of its shape and float64
-    bytes) and a hash match is confirmed by comparing the values, so a hash collision never
-    merges distinct series."""
+    when every series is distinct. Each series is hashed (:func:`series_digest`) and a hash
+    match is confirmed by comparing the values (:func:`groups_of_digests`), so a hash
+    collision never merges distinct series. Within :func:`known_duplicate_groups` (``X``
+    itself), the groups its caller found are returned without hashing again."""
+    known = _KNOWN_GROUPS.get()
+    if known is not None and known[0] is X:
+        return None if known[1] is None else known[1].copy()
     series = _series_list(X)
-    n = len(series)
+    return groups_of_digests([series_digest(x) for x in series], series.__getitem__)
+
+
+def groups_of_digests(digests: list, series_at) -> np.ndarray | None:
+    """:func:`duplicate_groups` of n series from their digests (:func:`series_digest`, in
+    order) and ``series_at(i)``, series i as an array (read only for a digest seen before,
+    to confirm the match by the values): group ids (n,) numbered in order of first
+    occurrence, or None when every series is distinct."""
+    n = len(digests)
     groups = np.empty(n, dtype=np.int64)
     seen: dict[bytes, list[int]] = {}  # hash -> first rows of the groups with that hash
     n_groups = 0
-    for i, x in enumerate(series):
-        x = np.ascontiguousarray(x, dtype=np.float64) + 0.0  # -0.0 + 0.0 is +0.0
-        firsts = seen.setdefault(series_digest(x), [])
+    for i, h in enumerate(digests):
+        firsts = seen.setdefault(h, [])
+        if firsts:
+            x = np.ascontiguousarray(series_at(i), dtype=np.float64) + 0.0
         for j in firsts:
-            if np.array_equal(series[j], x):
+            if np.array_equal(series_at(j), x):
                 groups[i] = groups[j]
                 break
         else:
@@ -294,6 +306,22 @@ def duplicate_groups(X) -> np.ndarray | None:
             groups[i] = n_groups
             n_groups += 1
     return None if n_groups == n else groups
+
+
+#: (collection, its duplicate groups) while :func:`known_duplicate_groups` is active
+_KNOWN_GROUPS: contextvars.ContextVar = contextvars.ContextVar("known_groups", default=None)
+
+
+@contextlib.contextmanager
+def known_duplicate_groups(X, groups: np.ndarray | None):
+    """Within: :func:`duplicate_groups` of this very collection ``X`` (the same object) is
+    ``groups`` (a copy), found once by the caller (the detector's fit hashes its corpus once
+    for all its members)."""
+    token = _KNOWN_GROUPS.set((X, groups))
+    try:
+        yield
+    finally:
+        _KNOWN_GROUPS.reset(token)
 
 
 def series_digest(x) -> bytes:
@@ -490,7 +518,7 @@ class Member(BaseMember):
         params = None
         if spec.adapt_to_corpus:  # the spec's parameters adapted to the union (as fit does)
             params = make_scorer(spec, N + n_new).get_params(deep=False)
-        K_aa = state.get("gram")  # fit_state keeps the Gram for every scorer but kNN
+        K_aa = state.get("gram")  # kept by the scorers that extend by a refit (not kNN)
         scorer = self.scorer_.extend(K_ba, K_bb, K_corpus=K_aa, params=params)
         models = None
         if K_aa is None:
@@ -520,22 +548,17 @@ class Member(BaseMember):
 # ------------------------------------------------------------------ state kept for update
 def fit_state(member: Member, X, K: torch.Tensor) -> dict:
     """What ``update`` needs of a member fitted on the checked collection ``X`` with corpus
-    Gram ``K`` (called at the end of ``Member.fit``, once ``duplicate_groups_`` and
-    ``calibration_`` are set): ``{"raw": X, "cross_fitted": bool}`` plus ``"nearest_d2"``
-    (kNN plain members: per corpus series the ``min(n_neighbors, N)`` smallest squared
-    feature-space distances to the series outside its duplicate group, ascending, +inf where
-    fewer) or ``"gram"`` (non-kNN scorers: ``K`` itself, no copy)."""
+    Gram ``K`` (called at the end of ``Member.fit``, once ``scorer_``, ``duplicate_groups_``
+    and ``calibration_`` are set): ``{"raw": X, "cross_fitted": bool}`` plus what the fitted
+    scorer keeps of ``K`` for its extension
+    (:meth:`~novelty.scorers._gram_scorer.GramScorer.extension_state`: the Gram itself, or
+    kNN's nearest distances, none when the calibration is cross-fitted)."""
     state = {"raw": X, "cross_fitted": _cross_fitted(member)}
-    template = make_scorer(member.spec)
-    if not isinstance(template, KNNScorer):
-        state["gram"] = K
-    elif not state["cross_fitted"]:
-        diag = torch.diagonal(K).clone()
-        groups = _group_tensor(member.duplicate_groups_, K.shape[0], K.device)
-        d2 = squared_feature_distances(K, diag, diag, float(diag.abs().max()) + 1.0)
-        d2 = d2.masked_fill(groups[:, None] == groups[None, :], math.inf)
-        k = min(int(template.n_neighbors), K.shape[0])
-        state["nearest_d2"] = torch.topk(d2, k, dim=1, largest=False).values
+    state.update(
+        member.scorer_.extension_state(
+            K, member.duplicate_groups_, held_out=not state["cross_fitted"]
+        )
+    )
     return state
 
 

@@ -344,27 +344,9 @@ def streamed_fit(det, X, y) -> bool:
 def _duplicate_groups(digests: list[bytes], reader) -> np.ndarray | None:
     """:func:`~._members.duplicate_groups` from the series' digests: equal digests are
     confirmed equal by their values (read again) before they share a group."""
-    first: dict[bytes, int] = {}
-    repeats = []
-    for i, h in enumerate(digests):
-        if first.setdefault(h, i) != i:
-            repeats.append(i)
-    if not repeats:
-        return None
-    groups = np.arange(len(digests), dtype=np.int64)
-    heads: dict[int, list[int]] = {}  # first row of a digest -> first rows of its groups
-    for i in repeats:
-        x = reader(i, i + 1)[0].astype(np.float64) + 0.0
-        h0 = first[digests[i]]
-        for g in heads.setdefault(h0, [h0]):
-            if np.array_equal(reader(g, g + 1)[0].astype(np.float64) + 0.0, x):
-                groups[i] = g
-                break
-        else:  # a collision of digests between distinct series
-            heads[h0].append(i)
-    # numbered in order of first occurrence, as duplicate_groups numbers them
-    _, inverse = np.unique(groups, return_inverse=True)
-    return inverse.astype(np.int64)
+    from ._members import groups_of_digests
+
+    return groups_of_digests(digests, lambda i: reader(i, i + 1)[0])
 
 
 # ---------------------------------------------------------------------- the member

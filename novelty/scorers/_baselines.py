@@ -104,6 +104,28 @@ class KNNScorer(GramScorer):
         scorer.n_corpus_ = n_old + n_new
         return scorer
 
+    def extension_state(self, K, groups=None, *, held_out: bool = True) -> dict:
+        """:meth:`GramScorer.extension_state` without the Gram (:meth:`extend` reads the
+        kept corpus diagonal): with ``held_out``, ``{"nearest_d2": D}`` with ``D`` (N, k),
+        per corpus series its k = ``min(n_neighbors, N)`` smallest squared feature-space
+        distances (:func:`squared_feature_distances`) to the series outside its duplicate
+        group (``groups``; None: itself only), ascending, +inf where fewer: what the exact
+        leave-one-out of the extended corpus needs of the old one; else ``{}``."""
+        check_fitted(self)
+        if not held_out:
+            return {}
+        K = torch.as_tensor(K)
+        diag = torch.diagonal(K).clone()
+        n = K.shape[0]
+        if groups is None:
+            g = torch.arange(n, device=K.device)
+        else:
+            g = torch.as_tensor(np.asarray(groups), dtype=torch.long, device=K.device)
+        d2 = squared_feature_distances(K, diag, diag, float(diag.abs().max()) + 1.0)
+        d2 = d2.masked_fill(g[:, None] == g[None, :], math.inf)
+        k = min(int(self.n_neighbors), n)
+        return {"nearest_d2": torch.topk(d2, k, dim=1, largest=False).values}
+
     def _check_neighbors(self, n_corpus: int) -> int:
         k = int(self.n_neighbors)
         if k > n_corpus:

@@ -248,6 +248,16 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
         )
         return self._extension(params).fit(K)
 
+    def extension_state(self, K, groups: np.ndarray | None = None, *, held_out: bool = True):
+        """What of the corpus Gram ``K`` (N, N) (the Gram this scorer was fitted on) to keep so
+        that it can later be extended (:meth:`extend`) and its corpus's held-out scores
+        recomputed (``held_out``; False: they are kept as they are, e.g. cross-fitted), a dict.
+
+        Default: ``{"gram": K}`` (``K`` itself, no copy), the ``K_corpus`` that :meth:`extend`
+        refits on (and the held-out refits need). ``groups``: the corpus's duplicate groups
+        (None: every series distinct), for scorers whose kept summary depends on them (kNN)."""
+        return {"gram": K}
+
     def _extension(self, params: dict | None) -> GramScorer:
         """An unfitted clone with ``params`` set (the scorer that :meth:`extend` fits)."""
         scorer = clone(self)
