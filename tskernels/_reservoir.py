@@ -130,7 +130,7 @@ class VolterraReservoirKernel(Kernel):
                 f"positive for tau={self.tau!r}; use tau < 10"
             )
 
-    def _check_options(self) -> tuple[float, float]:
+    def _options(self) -> tuple[float, float]:
         """(tau, lam) as floats (checked at the public call)."""
         return float(self.tau), float(self.lam)
 
@@ -144,7 +144,7 @@ class VolterraReservoirKernel(Kernel):
         return SeriesBatch(X.values * scale, X.lengths)
 
     def _check_admissible(self, X: SeriesBatch, Y: SeriesBatch) -> None:
-        tau, _ = self._check_options()
+        tau, _ = self._options()
         T = min(X.length, Y.length)
         nx = point_norms(_right_aligned(X, T)[0]).amax(0)  # (T,)
         ny = point_norms(_right_aligned(Y, T)[0]).amax(0)
@@ -169,7 +169,7 @@ class VolterraReservoirKernel(Kernel):
         return (min(_TIME_CHUNK, X.length, Y.length) + 3) * self._itemsize
 
     def _gram_block(self, X: SeriesBatch, Y: SeriesBatch, symmetric: bool) -> torch.Tensor:
-        tau, lam = self._check_options()
+        tau, lam = self._options()
         T = min(X.length, Y.length)
         xa, sx = _right_aligned(X, T)
         ya, sy = _right_aligned(Y, T)
@@ -198,7 +198,7 @@ class VolterraReservoirKernel(Kernel):
     def _diag(self, X: SeriesBatch) -> torch.Tensor:
         X = self._clipped(X)
         self._check_admissible(X, X)
-        tau, lam = self._check_options()
+        tau, lam = self._options()
         xa, sx = _right_aligned(X, X.length)
         sq = (xa * xa).sum(-1)  # (n, T)
         S = torch.ones(X.n, dtype=xa.dtype, device=xa.device)
