@@ -58,8 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from novelty._missing import resample_linear
-
+from .detector_bench.inputs import fill_missing, lengths, to_length
 from .peers import RocketRecipe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,19 +150,11 @@ def load_dataset(name: str, data_dir=DEFAULT_DATA):
 
 
 # -- the peers' input ------------------------------------------------------------------------
-def _lengths(X) -> list[int]:
-    return [X.shape[1]] * len(X) if isinstance(X, np.ndarray) else [len(x) for x in X]
-
-
 def peer_input(X, length: int) -> np.ndarray:
     """(n, length, d) float64: NaN filled by ``novelty.interpolate_missing`` (linear per
-    channel, edges held), series of another length resampled linearly to ``length``."""
-    series = list(X)
-    if any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in series):
-        from novelty import interpolate_missing
-
-        series = [interpolate_missing(x, name=f"X[{i}]") for i, x in enumerate(series)]
-    return np.stack([resample_linear(x, length) for x in series])
+    channel, edges held), series of another length resampled linearly to ``length`` (the
+    detector benchmark's peer input, :mod:`experiments.detector_bench.inputs`)."""
+    return to_length(fill_missing(X), length)
 
 
 class PeerInput:
@@ -174,7 +165,7 @@ class PeerInput:
         self.method = method
 
     def fit(self, X):
-        self.length_ = max(_lengths(X))
+        self.length_ = max(lengths(X))
         self.method.fit(peer_input(X, self.length_))
         return self
 

@@ -17,7 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MISSING_OPTIONS", "check_missing", "interpolate_missing", "resample_linear"]
+__all__ = [
+    "MISSING_OPTIONS",
+    "check_missing",
+    "interpolate_missing",
+    "resample_collection",
+    "resample_linear",
+]
 
 #: The accepted values of the ``missing`` option.
 MISSING_OPTIONS = ("error", "interpolate")
@@ -86,3 +92,13 @@ def resample_linear(x, length: int) -> np.ndarray:
     src = np.linspace(0.0, 1.0, len(x)) if len(x) > 1 else np.zeros(1)
     dst = np.linspace(0.0, 1.0, length) if length > 1 else np.zeros(1)
     return np.stack([np.interp(dst, src, x[:, j]) for j in range(x.shape[1])], axis=1)
+
+
+def resample_collection(X, length: int) -> np.ndarray:
+    """The series of ``X`` (an (n, T, d) array or a list of (T_i, d) arrays) as one
+    (n, ``length``, d) float64 array, each resampled by :func:`resample_linear` (an array whose
+    series already have ``length`` steps: its values as float64, not copied when already
+    float64)."""
+    if isinstance(X, np.ndarray) and X.ndim == 3 and X.shape[1] == length:
+        return np.asarray(X, dtype=np.float64)
+    return np.stack([resample_linear(x, length) for x in X])

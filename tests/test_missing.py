@@ -329,3 +329,22 @@ def test_resample_linear_keeps_both_ends_and_is_exact_on_lines():
     same = resample_linear(x, 7)
     assert same is not x and np.array_equal(same, x)
     np.testing.assert_array_equal(resample_linear(x[:1], 4), np.repeat(x[:1], 4, axis=0))
+
+
+def test_resample_collection_stacks_the_one_resampling():
+    """resample_collection: each series through resample_linear, stacked (lists of unequal
+    lengths, arrays of another length); an array already of that length keeps its values
+    (float64, not copied when already float64)."""
+    from novelty._missing import resample_collection, resample_linear
+
+    rng = np.random.default_rng(0)
+    L = [rng.normal(size=(T, 2)) for T in (1, 5, 9, 12)]
+    got = resample_collection(L, 9)
+    assert got.shape == (4, 9, 2) and got.dtype == np.float64
+    for g, x in zip(got, L, strict=True):
+        np.testing.assert_array_equal(g, resample_linear(x, 9))
+    A = rng.normal(size=(3, 6, 2))
+    np.testing.assert_array_equal(resample_collection(A, 4), [resample_linear(a, 4) for a in A])
+    assert resample_collection(A, 6) is A
+    B = resample_collection(A.astype(np.float32), 6)
+    assert B.dtype == np.float64 and np.array_equal(B, A.astype(np.float32))

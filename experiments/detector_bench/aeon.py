@@ -86,12 +86,13 @@ def lengths(X) -> list[int]:
 
 def to_length(X, length: int) -> np.ndarray:
     """(n, d, length) array: each series of another length resampled linearly per channel
-    on [0, 1] (ends kept), by :func:`novelty._missing.resample_linear`."""
+    on [0, 1] (ends kept), by :func:`novelty._missing.resample_collection`."""
     if isinstance(X, np.ndarray) and X.shape[2] == length:
         return np.asarray(X, dtype=np.float64)
-    from novelty._missing import resample_linear
+    from novelty._missing import resample_collection
 
-    return np.stack([resample_linear(np.asarray(x).T, length).T for x in X])
+    channels_last = [np.asarray(x).T for x in X]
+    return np.ascontiguousarray(resample_collection(channels_last, length).transpose(0, 2, 1))
 
 
 def has_nan(X) -> bool:

@@ -22,12 +22,10 @@ def lengths(X) -> list[int]:
 
 def to_length(X, length: int) -> np.ndarray:
     """(n, length, d) float64 array; series of another length are resampled linearly
-    (:func:`novelty._missing.resample_linear`)."""
-    if isinstance(X, np.ndarray) and X.shape[1] == length:
-        return np.asarray(X, dtype=np.float64)
-    from novelty._missing import resample_linear
+    (:func:`novelty._missing.resample_collection`)."""
+    from novelty._missing import resample_collection
 
-    return np.stack([resample_linear(x, length) for x in X])
+    return resample_collection(X, length)
 
 
 def fill_missing(X):

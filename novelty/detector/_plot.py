@@ -14,6 +14,7 @@ from numbers import Integral
 import numpy as np
 
 from .._constraints import Interval, validate_arguments
+from .._missing import resample_collection
 
 __all__ = ["plot_scores"]
 
@@ -51,17 +52,6 @@ def _band_source(detector, X, corpus):
     m = detector.members_[0]
     note = "pre-processed series (the detector's corpus; pass corpus= for the raw series)"
     return _series_list(m.corpus_), _series_list(m.preprocessor_.transform(Xs)), note
-
-
-def _common_grid(series: list[np.ndarray], n_points: int) -> np.ndarray:
-    """Every series linearly resampled to ``n_points`` on relative time [0, 1]."""
-    grid = np.linspace(0.0, 1.0, n_points)
-    out = np.empty((len(series), n_points, series[0].shape[1]))
-    for i, s in enumerate(series):
-        t = np.linspace(0.0, 1.0, len(s)) if len(s) > 1 else np.zeros(1)
-        for c in range(s.shape[1]):
-            out[i, :, c] = np.interp(grid, t, s[:, c])
-    return out
 
 
 @validate_arguments({"max_flagged": _AT_LEAST_ONE, "max_channels": _AT_LEAST_ONE})
@@ -130,7 +120,7 @@ def plot_scores(detector, X, *, corpus=None, max_flagged: int = 5, max_channels:
     else:
         T = int(np.median([len(s) for s in C]))
         t = np.linspace(0.0, 1.0, max(T, 2))
-        Cg, Sg = _common_grid(C, len(t)), _common_grid([S[i] for i in shown], len(t))
+        Cg, Sg = resample_collection(C, len(t)), resample_collection([S[i] for i in shown], len(t))
         t_label = f"relative time (unequal lengths resampled to {len(t)} points)"
     q_lo, q_med, q_hi = np.quantile(Cg, [lo, 0.5, hi], axis=0)  # (T, d) each
     excess = np.maximum(Sg - q_hi, 0) + np.maximum(q_lo - Sg, 0)
