@@ -477,9 +477,11 @@ def _checked(detector, X):
     return Xs
 
 
-def _raw_corpus(detector, corpus) -> list[np.ndarray]:
-    """The raw corpus as a list of (T_j, d) arrays: ``corpus`` if given, else the corpus of a
-    member without pre-processing."""
+def raw_corpus(detector, corpus=None) -> list[np.ndarray] | None:
+    """The raw corpus as a list of float64 (T_j, d) arrays: ``corpus`` if given (read as the
+    detector reads series, NaN interpolated, its channels checked against the detector's),
+    else the corpus of the first member without pre-processing, else None (every member
+    pre-processes its series). The explanation's occlusion reference and the plot's band."""
     if corpus is not None:
         from .._layouts import as_series_collection
 
@@ -496,10 +498,18 @@ def _raw_corpus(detector, corpus) -> list[np.ndarray]:
             if hasattr(Z, "detach"):
                 Z = Z.detach().cpu().numpy()
             return [np.asarray(z, dtype=np.float64) for z in Z]
-    raise ValueError(
-        "the detector keeps no raw corpus (every member pre-processes its series): pass "
-        "corpus=<the normal series it was fitted on> for the occlusion reference"
-    )
+    return None
+
+
+def _raw_corpus(detector, corpus) -> list[np.ndarray]:
+    """:func:`raw_corpus`, which the occlusion reference needs."""
+    C = raw_corpus(detector, corpus)
+    if C is None:
+        raise ValueError(
+            "the detector keeps no raw corpus (every member pre-processes its series): pass "
+            "corpus=<the normal series it was fitted on> for the occlusion reference"
+        )
+    return C
 
 
 def _window_length(T: int, window) -> int:

@@ -34,21 +34,14 @@ def _series_list(Xs) -> list[np.ndarray]:
 
 
 def _band_source(detector, X, corpus):
-    """(corpus series, the new series in the same space, a note on that space)."""
-    if corpus is not None:
-        from .._layouts import as_series_collection
+    """(corpus series, the new series in the same space, a note on that space): the raw
+    corpus (:func:`~novelty.detector._explain.raw_corpus`) when there is one."""
+    from ._explain import raw_corpus
 
-        C = _series_list(as_series_collection(corpus))
-        if C[0].shape[1] != detector.n_channels_:
-            raise ValueError(
-                f"`corpus` has d={C[0].shape[1]} channels, the detector was fitted on "
-                f"d={detector.n_channels_}"
-            )
-        return C, _series_list(detector._series(X, reset=False)), ""
+    C = raw_corpus(detector, corpus)
     Xs = detector._series(X, reset=False)
-    raw = [m for m in detector.members_ if getattr(m, "preprocessor_", None) is None]
-    if raw:  # a member keeps the corpus as it was given
-        return _series_list(raw[0].corpus_), _series_list(Xs), ""
+    if C is not None:
+        return C, _series_list(Xs), ""
     m = detector.members_[0]
     note = "pre-processed series (the detector's corpus; pass corpus= for the raw series)"
     return _series_list(m.corpus_), _series_list(m.preprocessor_.transform(Xs)), note
