@@ -273,9 +273,7 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
                 continue
             t0 = time.perf_counter()
             if shared is None:
-                pre = _preprocessor(tc, config).fit(take(data.X_train, corpus))
-                C = pre.transform(take(data.X_train, corpus))
-                V = pre.transform(take(data.X_train, va))
+                C, V = _fold_inputs(data, cls, corpus, va, tc, config)
                 d, T = _shape(C)
                 kernel = build_kernel(cell["kernel"], cell["point"], d, T, levels, config["device"])
                 Kcc, Kvc, d_v = fold_grams(kernel, C, V, levels)
@@ -337,6 +335,55 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
                 }
             )
     return rows
+
+
+#: Memory for the pre-processed folds kept by :func:`_fold_inputs` (per process).
+FOLD_MEMO_BYTES = 128 * 2**20
+_FOLD_MEMO: dict = {"group": None, "entries": {}, "nbytes": 0}
+
+
+def _fold_inputs(data: Dataset, cls: str, corpus, va, tc: bool, config: dict):
+    """A fold's corpus C and validation series V, pre-processed by the fold's own fit
+    (z-score and clip fitted on C): the same for every grid point and kernel of one
+    (data set, class), so each process keeps those of the last (data set, class) it saw
+    (up to ``FOLD_MEMO_BYTES``; the cells of a class come one after another in the plan)
+    and hands out copies. A fold is recognised by its corpus and validation indices, the
+    time channel and the pre-processing settings, and its raw series are compared with
+    those it was computed from (so a changed array is never served stale); the arrays are
+    those computed afresh, bit for bit."""
+    memo = _FOLD_MEMO
+    if memo["group"] is None or memo["group"][0] is not data or memo["group"][1] != cls:
+        memo.update(group=(data, cls), entries={}, nbytes=0)
+    key = (
+        bool(tc),
+        json.dumps(config["preprocessing"], sort_keys=True),
+        np.asarray(corpus).tobytes(),
+        np.asarray(va).tobytes(),
+    )
+    raw = (take(data.X_train, corpus), take(data.X_train, va))
+    hit = memo["entries"].get(key)
+    if hit is None or not all(_equal(a, b) for a, b in zip(raw, hit[0])):
+        pre = _preprocessor(tc, config).fit(raw[0])
+        hit = (raw, (pre.transform(raw[0]), pre.transform(raw[1])))
+        size = sum(_nbytes(X) for X in (*hit[0], *hit[1]))
+        if key not in memo["entries"] and memo["nbytes"] + size <= FOLD_MEMO_BYTES:
+            memo["entries"][key] = hit
+            memo["nbytes"] += size
+    return tuple(_copy(X) for X in hit[1])
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, list):
+        return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+    return np.array_equal(a, b)
+
+
+def _nbytes(X) -> int:
+    return sum(x.nbytes for x in X) if isinstance(X, list) else X.nbytes
+
+
+def _copy(X):
+    return [x.copy() for x in X] if isinstance(X, list) else X.copy()
 
 
 def fold_metrics(scores, labels) -> tuple[np.ndarray, np.ndarray]:

@@ -91,3 +91,115 @@ def test_pde_signature_diagonal_of_the_others_computed_once(monkeypatch):
     for g, e in zip(got, expected):
         assert torch.equal(g, e)
     assert "_checked_diag" not in kernel.__dict__
+
+
+# ----------------------------------------------------------------- pre-processed folds
+def _tiny():
+    from experiments._protocol import Dataset
+
+    rng = np.random.default_rng(2)
+    X = np.cumsum(rng.normal(size=(30, 15, 2)), axis=1)
+    y = np.array(["a", "b", "c"] * 10)
+    return Dataset("tiny", X, y, X[:9].copy(), y[:9].copy())
+
+
+PRE = {"max_length": 100, "clip": 5.0, "eps": 1e-4, "basepoint": True}
+
+
+def _cfg():
+    return {"folds": 3, "repeats": 2, "seed": 1, "share": "fold", "alphas": [1e-8, 1e-2],
+            "max_rank": 6, "sse_lams": [1e-3, 1e-1], "threshold": 1e-10,
+            "preprocessing": PRE, "device": None, "threads": 1,
+            "rank_rule": "ours"}  # fmt: skip
+
+
+def _cell(sigma, tc=True, cls="a"):
+    return {"cls": cls, "kernel": "flat_rbf", "point": {"sigma": sigma}, "levels": None,
+            "time_channel": tc, "scorers": ["conformance", "mahalanobis"]}  # fmt: skip
+
+
+def _fits(monkeypatch) -> list:
+    from tskernels.transforms import Preprocessor
+
+    calls = []
+    original = Preprocessor.fit
+
+    def counted(self, X, y=None):
+        calls.append(len(X))
+        return original(self, X, y)
+
+    monkeypatch.setattr(Preprocessor, "fit", counted)
+    return calls
+
+
+def _same_rows(a, b):
+    assert len(a) == len(b)
+    for ra, rb in zip(a, b):
+        for k in ("scorer", "params", "n_folds", "error", "n_rank"):
+            assert ra[k] == rb[k]
+        assert np.array_equal(ra["roc"], rb["roc"]) and np.array_equal(ra["pr"], rb["pr"])
+
+
+def test_folds_preprocessed_once_per_class_and_rows_bit_equal(monkeypatch):
+    import experiments._protocol as protocol
+    from experiments._protocol import run_cv_cell
+
+    try:
+        data, config = _tiny(), _cfg()
+        fresh = []
+        for sigma in (0.5, 2.0):  # the oracle: every cell with an empty memo
+            monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+            fresh.append(run_cv_cell(_cell(sigma), data, config))
+        monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+        calls = _fits(monkeypatch)
+        first = run_cv_cell(_cell(0.5), data, config)
+        assert len(calls) == 6  # 3 folds x 2 repeats
+        second = run_cv_cell(_cell(2.0), data, config)
+        assert len(calls) == 6  # the second grid point reuses every fold
+        _same_rows(first, fresh[0])
+        _same_rows(second, fresh[1])
+        run_cv_cell(_cell(2.0, tc=False), data, config)  # another time channel: its own folds
+        assert len(calls) == 12
+        run_cv_cell(_cell(2.0, cls="b"), data, config)  # another class: the memo starts over
+        assert len(calls) == 18
+        assert (
+            all(k[0] for k in protocol._FOLD_MEMO["entries"])
+            and len(protocol._FOLD_MEMO["entries"]) == 6
+        )
+    finally:
+        protocol._FOLD_MEMO.update(group=None, entries={}, nbytes=0)
+
+
+def test_fold_memo_hands_out_copies_and_keeps_to_its_budget(monkeypatch):
+    import experiments._protocol as protocol
+
+    data, config = _tiny(), _cfg()
+    monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+    corpus, va = np.arange(0, 12, 3), np.arange(12, 30)
+    C, V = protocol._fold_inputs(data, "a", corpus, va, True, config)
+    C[:] = np.nan
+    C2, V2 = protocol._fold_inputs(data, "a", corpus, va, True, config)
+    assert np.isfinite(C2).all() and np.array_equal(V, V2)
+    monkeypatch.setattr(protocol, "FOLD_MEMO_BYTES", 0)
+    monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+    calls = _fits(monkeypatch)
+    for _ in range(2):
+        protocol._fold_inputs(data, "a", corpus, va, True, config)
+    assert len(calls) == 2 and protocol._FOLD_MEMO["entries"] == {}
+
+
+def test_fold_memo_never_serves_a_changed_data_set(monkeypatch):
+    import experiments._protocol as protocol
+
+    data, config = _tiny(), _cfg()
+    monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+    corpus, va = np.arange(0, 12, 3), np.arange(12, 30)
+    C, V = protocol._fold_inputs(data, "a", corpus, va, True, config)
+    data.X_train[20] += 1.0  # a validation series changes in place
+    C2, V2 = protocol._fold_inputs(data, "a", corpus, va, True, config)
+    assert np.array_equal(C, C2) and not np.array_equal(V, V2)
+    monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+    assert all(
+        np.array_equal(x, y)
+        for x, y in zip((C2, V2), protocol._fold_inputs(data, "a", corpus, va, True, config))
+    )
