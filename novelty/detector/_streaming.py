@@ -381,12 +381,17 @@ class StreamedMember(BaseMember):
         self.check_updatable()
 
     def novelty_tensor(self, X) -> torch.Tensor:
-        """Novelty of the checked series ``X``, float64 (n,), ``SCORE_BATCH`` at a time."""
+        """Novelty of the checked series ``X``, float64 (n,), ``SCORE_BATCH`` at a time (one
+        step of the progress bar each)."""
+        from ._progress import plan, step
+
         Z = self._prepare(X, {})
         parts = [torch.zeros(0, dtype=torch.float64)]
+        plan(math.ceil(len(Z) / SCORE_BATCH))
         for i in range(0, len(Z), SCORE_BATCH):
             Phi, diag = self.features_.transform(Z[i : i + SCORE_BATCH])
             parts.append(self.scorer_.score(Phi, diag))
+            step(f"score: {min(len(Z), i + SCORE_BATCH)} of {len(Z)} series")
         return torch.cat(parts).to(torch.float64)
 
 
@@ -406,32 +411,23 @@ class StoredFeatureKNN(FeatureKNN):
         self.n_corpus_, self.n_features_ = Phi32.shape
         return self
 
-    def score(self, Phi_test, k_test_diag) -> torch.Tensor:
-        P = self._test(Phi_test)
-        k = self._params(self.n_corpus_)
-        if P.shape[0] == 0:
-            return P.new_zeros(0)
-        kernel = self.distance == "kernel"
-        from ..scorers._feature_scorers import _as_diag
-
-        qe = _residual(P, _as_diag(k_test_diag, P.shape[0], "k_test_diag"), "Phi_test")
+    def _nearest(self, P: torch.Tensor, k: int, q_extra) -> torch.Tensor:
+        """FeatureKNN's search (its ``score``) over the stored float32 rows, in blocks."""
         d2, _ = nearest_in_blocks(
-            P, self.corpus_, k, q_extra=qe if kernel else None,
-            e_extra=self.residual_ if kernel else None, e_sq=self.sq_norms_,
+            P, self.corpus_, k, q_extra=q_extra,
+            e_extra=None if q_extra is None else self.residual_, e_sq=self.sq_norms_,
         )  # fmt: skip
-        return self._aggregate(d2)
+        return d2
 
     def leave_one_out(self, rows, groups=None) -> torch.Tensor:
         self._check_fitted()
         rows = torch.as_tensor(np.asarray(rows), dtype=torch.long).reshape(-1)
         kernel = self.distance == "kernel"
+        k = self._left_out_k(rows, groups)
         if groups is None:
-            k = self._params(self.n_corpus_, leave_out=True)
             pairs = (torch.arange(rows.numel()), rows)
         else:
             g = np.asarray(groups)
-            largest = int(np.bincount(g)[g[rows.numpy()]].max()) if rows.numel() else 1
-            k = min(self._params(self.n_corpus_), self.n_corpus_ - largest)
             q, c = [], []
             for p, r in enumerate(rows.tolist()):
                 same = np.flatnonzero(g == g[r])

@@ -467,13 +467,28 @@ class FeatureKNN(FeatureScorer):
         k = self._params(self.n_corpus_)
         if P.shape[0] == 0:
             return P.new_zeros(0)
-        kernel = self.distance == "kernel"
         qe = _residual(P, _as_diag(k_test_diag, P.shape[0], "k_test_diag"), "Phi_test")
+        return self._aggregate(self._nearest(P, k, qe if self.distance == "kernel" else None))
+
+    def _nearest(self, P: torch.Tensor, k: int, q_extra) -> torch.Tensor:
+        """The k smallest squared distances (n, k), ascending, of the rows ``P`` to the corpus
+        rows, with the residuals ``q_extra`` and the corpus's added (``distance="kernel"``;
+        None: plain feature distances)."""
         d2, _ = nearest_squared_distances(
             P, self.corpus_, k,
-            q_extra=qe if kernel else None, e_extra=self.residual_ if kernel else None,
+            q_extra=q_extra, e_extra=None if q_extra is None else self.residual_,
         )  # fmt: skip
-        return self._aggregate(d2)
+        return d2
+
+    def _left_out_k(self, rows: torch.Tensor, groups) -> int:
+        """k of :meth:`leave_one_out` for the corpus rows ``rows``: lowered to what remains
+        once the largest duplicate group among them (without ``groups``: the row itself) is
+        left out."""
+        if groups is None:
+            return self._params(self.n_corpus_, leave_out=True)
+        g = torch.as_tensor(np.asarray(groups), dtype=torch.long)
+        largest = int(torch.bincount(g)[g[rows]].max()) if rows.numel() else 1
+        return min(self._params(self.n_corpus_), self.n_corpus_ - largest)
 
     def leave_one_out(self, rows, groups=None) -> torch.Tensor:
         """Scores of corpus rows ``rows`` against the rest of the corpus (exact); with duplicate
@@ -482,12 +497,11 @@ class FeatureKNN(FeatureScorer):
         self._check_fitted()
         rows = torch.as_tensor(rows, dtype=torch.long).reshape(-1)
         kernel = self.distance == "kernel"
+        k = self._left_out_k(rows, groups)
         if groups is None:
-            k, pairs, exclude = self._params(self.n_corpus_, leave_out=True), None, rows
+            pairs, exclude = None, rows
         else:
             g = torch.as_tensor(np.asarray(groups), dtype=torch.long)
-            largest = int(torch.bincount(g)[g[rows]].max()) if rows.numel() else 1
-            k = min(self._params(self.n_corpus_), self.n_corpus_ - largest)
             pairs, exclude = (g[rows], g), None
         d2, _ = nearest_squared_distances(
             self.corpus_[rows], self.corpus_, k,
