@@ -9,13 +9,13 @@ N = 3,000 ROC-AUC within 0.01 of the exact detector.
 (``FlattenedKernel(RBF(sigma))``, sigma = the median distance between 1,000 pre-processed,
 flattened corpus series; k(x, x) = 1) with the 1-NN scorer (the default recipe's scorer).
 One pair costs O(T d) in one matrix product: the 120,000 x 1,000 cross-Gram takes seconds.
-The integral RBF kernel was the first choice (the ``kernel="auto"`` candidate); measured on
-this machine (loaded by other jobs) its 4,000 x 1,000 cross-Gram took 36 s against 0.7 s for
-the flattened RBF (its (T, n, m) intermediates are memory-bound), which puts the 100k target
-out of reach on 2 cores. The default recipe is not used at 100,000 series: its GAK member
-costs O(T^2) per pair (1.2e8 pairs x 1e4 cells) and would alone exceed 600 s on 2 cores;
-its MiniRocket member would use its exact 10,000 features ("features"), ten times the 1-NN
-search of M = 1,000.
+The integral RBF kernel was the first choice (a candidate of the since retired
+``kernel="auto"``); measured on this machine (loaded by other jobs) its 4,000 x 1,000
+cross-Gram took 36 s against 0.7 s for the flattened RBF (its (T, n, m) intermediates are
+memory-bound), which puts the 100k target out of reach on 2 cores. The default recipe is not
+used at 100,000 series: its GAK member costs O(T^2) per pair (1.2e8 pairs x 1e4 cells) and
+would alone exceed 600 s on 2 cores; its MiniRocket member would use its exact 10,000 features
+("features"), ten times the 1-NN search of M = 1,000.
 
 **Synthetic data** (:func:`make_series`, seeded): each series mixes L = 3 latent signals into
 d channels with one mixing matrix shared by all series (drawn from seed 12345), each latent a

@@ -9,11 +9,12 @@
 ``fit`` reads normal series (a long CSV with columns named ``id``, ``time``, channels and an
 optional ``label``; a folder of per-series CSVs; an ``.npz``; a ``.ts`` file:
 :func:`novelty.adapters._io.read_series`), fits :class:`novelty.KernelNoveltyDetector` (the default
-recipe, or ``--kernel auto``) and saves it with the channel names it was fitted on. ``score``
-loads it, reads the channels *by name*, and writes one CSV row per series: ``id``,
-``novelty`` (higher = more unusual), ``p_value`` (conformal), ``flagged`` (1 = flagged:
-p-value <= contamination, or Benjamini-Hochberg at ``--fdr``), and ``label`` when the data
-has one; ``--explain`` adds the channel and the time steps that raise the novelty most.
+recipe; ``--kernel auto`` was retired with ``kernel="auto"``: a one-line error) and saves it
+with the channel names it was fitted on. ``score`` loads it, reads the channels *by name*,
+and writes one CSV row per series: ``id``, ``novelty`` (higher = more unusual), ``p_value``
+(conformal), ``flagged`` (1 = flagged: p-value <= contamination, or Benjamini-Hochberg at
+``--fdr``), and ``label`` when the data has one; ``--explain`` adds the channel and the time
+steps that raise the novelty most.
 
 Errors (a file that cannot be read, a missing column, a channel mismatch) are one line on
 stderr and exit status 2, before any output file exists. Outputs (:class:`Output`):
@@ -70,6 +71,18 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
+def _kernel_choice(text: str) -> str:
+    """``--kernel``: "default" only (``auto`` was retired with ``kernel="auto"``)."""
+    if text == "auto":
+        raise argparse.ArgumentTypeError(
+            "'auto' was retired: it did not beat the default on the benchmark's tuning half "
+            "(docs/results_detector.md); leave --kernel out to use the default"
+        )
+    if text != "default":
+        raise argparse.ArgumentTypeError(f"the one choice is 'default', got {text!r}")
+    return text
+
+
 def _fraction(text: str) -> float:
     try:
         v = float(text)
@@ -77,16 +90,6 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 < v < 1:
         raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
-    return v
-
-
-def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
     return v
 
 
@@ -165,9 +168,11 @@ def build_parser() -> Parser:
     )
     fit.add_argument(
         "--kernel",
-        choices=("default", "auto"),
+        type=_kernel_choice,
         default="default",
-        help="the default recipe (MiniRocket + GAK, 1-NN) or auto selection (default: default)",
+        metavar="{default}",
+        help="the default recipe, the one choice: ROCKAD's MiniRocket 5-NN with MiniRocket "
+        "1-NN (and GAK 1-NN for several channels); 'auto' was retired (default: default)",
     )
     fit.add_argument(
         "--contamination",
@@ -181,9 +186,6 @@ def build_parser() -> Parser:
         "the data holds several labels)",
     )
     fit.add_argument("--channels", nargs="+", help="channel columns to use, by name (CSV)")
-    fit.add_argument(
-        "--max-time", type=_positive, default=60.0, help="seconds for --kernel auto (default 60)"
-    )
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument(
         "--window",
@@ -351,10 +353,8 @@ def _fit(args) -> int:
         from .detector._detector import KernelNoveltyDetector
 
         det = KernelNoveltyDetector(
-            kernel=None if args.kernel == "default" else "auto",
             contamination=args.contamination,
             normal_label=args.normal_label,  # the detector keeps the series of that label
-            max_time=args.max_time,
             random_state=args.seed,
             verbose=_show_progress(args),
         )
@@ -369,9 +369,6 @@ def _fit(args) -> int:
         f"fitted on {n} normal series, {det.n_channels_} channel(s) "
         f"({', '.join(data.channels)}) in {det.fit_seconds_:.1f} s; saved {model.path}"
     )
-    if hasattr(det, "selection_"):
-        chosen = ", ".join(m.spec.label() for m in det.members_)
-        print(f"auto selection: {chosen}")
     return 0
 
 

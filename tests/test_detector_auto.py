@@ -1,5 +1,6 @@
-"""The default recipe, kernel="auto" (label-free selection) and the synthetic anomalies, and the
-detector's input handling across containers."""
+"""The default recipe, the label-free selection (scorer="auto"; select_members with given
+kernels), the retired kernel="auto", the synthetic anomalies, and the detector's input handling
+across containers."""
 
 import warnings
 
@@ -9,9 +10,10 @@ from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 from novelty import KernelNoveltyDetector
-from novelty.detector._auto import SELECTION_ALPHA, _decide, proxy_aucs
+from novelty.__main__ import main
+from novelty.detector._auto import SELECTION_ALPHA, _decide, proxy_aucs, select_members
 from novelty.detector._perturbations import PERTURBATIONS, corpus_scale, perturb
-from tskernels import GAK, RBF, IntegralKernel
+from tskernels import GAK, RBF, FlattenedKernel, IntegralKernel
 
 
 def _walks(n, T=24, d=3, seed=0):
@@ -61,17 +63,20 @@ def test_default_detector_separates_obvious_outliers():
         assert names == ["minirocket_std+knn(k=5)", "minirocket+knn", "gak+knn"]
 
 
-def test_auto_selection_table_and_members():
+def test_selection_table_and_members():
     X = _sines(24, seed=1)
-    det = KernelNoveltyDetector(kernel="auto", random_state=0).fit(X)
-    table = det.selection_
+    kernels = [FlattenedKernel(RBF(4.0)), GAK(), IntegralKernel(RBF(1.0))]
+    specs, table = select_members(X, kernels=kernels, max_time=1e9, random_state=0)
     assert {"kernel", "scorer", "score", "status", "chosen", "vs_baseline", "z"} <= set(
         table.columns
     )
     assert {f"auc_{k}" for k in PERTURBATIONS} <= set(table.columns)
     assert int(table["chosen"].sum()) == 1
+    # the baseline: the first kernel with the 1-NN scorer
     base = table[table["kernel"] == "baseline"].iloc[0]
-    assert base["scorer"] == "minirocket+knn + gak+knn" and base["vs_baseline"] == 0.0
+    assert base["scorer"] == "FlattenedKernel+knn" and base["vs_baseline"] == 0.0
+    first = table[table["candidate"] == "FlattenedKernel+knn"].iloc[0]
+    assert base["score"] == first["score"]
     top = table[table["kernel"] == "top"].iloc[0]
     ok = table[(table["status"] == "ok") & ~table["kernel"].isin(["top", "baseline"])]
     best_per_kernel = ok.groupby("kernel")["score"].max().sort_values(ascending=False)
@@ -83,10 +88,12 @@ def test_auto_selection_table_and_members():
     best = alternatives.sort_values("score", ascending=False).iloc[0]
     if best["z"] > critical:
         assert chosen["score"] == best["score"]
-    else:  # no evidence against the baseline (the default before issue 30): kept
+    else:  # no evidence against the baseline: kept
         assert chosen["kernel"] == "baseline"
-        assert [m.spec.name for m in det.members_] == ["minirocket+knn", "gak+knn"]
-    # it detects another frequency
+        assert [s.name for s in specs] == ["FlattenedKernel+knn"]
+    # the detector with scorer="auto" (one kernel: no "top") detects another frequency
+    det = KernelNoveltyDetector(GAK(), scorer="auto", random_state=0).fit(X)
+    assert set(det.selection_["kernel"]) == {"GlobalAlignmentKernel", "baseline"}
     Y = np.concatenate([_sines(10, seed=2), _sines(10, seed=3, freq=2.0)])
     y = np.r_[np.zeros(10), np.ones(10)]
     assert roc_auc_score(y, -det.score_samples(Y)) > 0.9
@@ -132,13 +139,48 @@ def test_selection_departs_from_the_baseline_only_on_evidence():
 
 def test_auto_is_deterministic_and_respects_max_time():
     X = _sines(15, seed=4)
-    a = KernelNoveltyDetector(kernel="auto", random_state=3).fit(X)
-    b = KernelNoveltyDetector(kernel="auto", random_state=3).fit(X)
+    a = KernelNoveltyDetector(GAK(), scorer="auto", random_state=3).fit(X)
+    b = KernelNoveltyDetector(GAK(), scorer="auto", random_state=3).fit(X)
     np.testing.assert_array_equal(a.score_samples(X[:3]), b.score_samples(X[:3]))
-    quick = KernelNoveltyDetector(kernel="auto", max_time=1e-6).fit(X)
-    # even the baseline's evaluation would overrun: no selection, the default recipe kept
+    assert a.selection_.drop(columns="seconds").equals(b.selection_.drop(columns="seconds"))
+    quick = KernelNoveltyDetector(GAK(), scorer="auto", max_time=1e-6).fit(X)
+    # even the baseline's evaluation would overrun: no selection, the kernel's 1-NN kept
     assert "kept the baseline without selection" in quick.selection_["status"].iloc[0]
-    assert [m.spec.name for m in quick.members_] == ["minirocket+knn", "gak+knn"]
+    assert [m.spec.name for m in quick.members_] == ["GlobalAlignmentKernel+knn"]
+
+
+def test_kernel_auto_is_retired_with_a_clear_error():
+    X = _sines(10, seed=6)
+    det = KernelNoveltyDetector(kernel="auto")
+    with pytest.raises(ValueError) as err:
+        det.fit(X)
+    message = str(err.value)
+    assert message.startswith("kernel='auto' was retired: ")
+    # one sentence: why (the measurement) and what to use
+    assert ". " not in message and "\n" not in message
+    for part in ("tuning half", "docs/results_detector.md", "kernel=None", "scorer='auto'"):
+        assert part in message
+    assert not hasattr(det, "members_")  # refused before any work
+    # max_time serves scorer="auto"; any other string kernel still gets the registry's hint
+    with pytest.raises(ValueError, match="For the registered kernel 'gak' pass an instance"):
+        KernelNoveltyDetector(kernel="gak").fit(X)
+
+
+def test_cli_kernel_auto_is_retired_with_a_one_line_error(tmp_path, capsys):
+    import cli_helpers
+
+    data = cli_helpers.write_long(tmp_path / "normal.csv", cli_helpers.series(6))
+    argv = ["fit", str(data), "--model", str(tmp_path / "m.model"), "--kernel", "auto"]
+    with pytest.raises(SystemExit) as code:
+        main(argv)
+    assert code.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'auto' was retired" in err
+    assert "docs/results_detector.md" in err and not (tmp_path / "m.model").exists()
+    # --kernel default is the default recipe
+    rc = main(argv[:-1] + ["default", "--quiet"])
+    assert rc == 0 and (tmp_path / "m.model").exists()
+    assert KernelNoveltyDetector.load(tmp_path / "m.model").get_params()["kernel"] is None
 
 
 def test_auto_scorer_with_a_given_kernel():

@@ -321,6 +321,24 @@ def test_report_functions_give_the_same_text(tiny):
     assert text + "\n" == EXPECTED["report"]
 
 
+def test_retired_ours_auto_is_not_run_but_its_stored_rows_report(tiny):
+    from experiments.detector_bench import CLIError
+    from experiments.detector_bench.methods import GROUPS, RETIRED, parse_extra, resolve_methods
+
+    assert "ours_auto" in RETIRED and GROUPS["ours"] == ["ours_default"]
+    assert "ours_auto" not in [m.name for m in resolve_methods(None, [])]
+    with pytest.raises(CLIError, match="'ours_auto' is no longer run: kernel='auto' was retired"):
+        resolve_methods(["ours_auto"], [])
+    with pytest.raises(CLIError, match="built-in \\(or retired\\) method"):
+        parse_extra("ours_auto=KernelNoveltyDetector()")
+    # rows stored before it was retired: reported, in its former place after ours_default
+    rows = fetch_rows(tiny[0], [0])
+    old = [{**r, "method": "ours_auto"} for r in rows if r["method"] == "ours_default"]
+    text = report.report_markdown(rows + old, failed="chance", reference="rockad")
+    header = "| data set | ours_default | ours_auto | rockad | rockad_recipe | pyod_knn | gak |"
+    assert header in text
+
+
 def test_cd_diagram_of_two_methods_is_a_line_not_a_traceback(tiny, tmp_path):
     rows = fetch_rows(tiny[0], [0])
     png = tmp_path / "cd.png"

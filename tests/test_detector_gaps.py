@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 from novelty import KernelNoveltyDetector
-from tskernels import RBF, FlattenedKernel, IntegralKernel
+from tskernels import GAK, RBF, FlattenedKernel, IntegralKernel
 
 
 def _series(n, T=12, d=2, seed=0):
@@ -27,18 +27,27 @@ def test_repr_says_what_was_fitted():
     assert repr(det) == "KernelNoveltyDetector(kernel=FlattenedKernel(static=RBF(sigma=3.0)))"
     det.fit(_series(10))
     assert "# fitted" not in repr(det)  # one member, as asked: nothing to add
-    # kernel="auto": the members and what the selection chose
+    # several members (the default recipe): their labels
+    default = KernelNoveltyDetector().fit(_series(8))
+    assert repr(default) == (
+        "KernelNoveltyDetector()  # fitted: minirocket_std+knn(k=5) + minirocket+knn + gak+knn"
+    )
+    # scorer="auto": the member and what the selection chose
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        auto = KernelNoveltyDetector(kernel="auto", max_time=30).fit(_series(8, seed=1))
+        auto = KernelNoveltyDetector(GAK(), scorer="auto", max_time=30).fit(_series(8, seed=1))
     chosen = auto.selection_.loc[auto.selection_["chosen"], "candidate"].iloc[0]
     text = repr(auto)
-    assert text.startswith("KernelNoveltyDetector(kernel='auto', max_time=30)  # fitted: ")
+    assert text.startswith(
+        "KernelNoveltyDetector(kernel=GlobalAlignmentKernel(), max_time=30, scorer='auto')  "
+        "# fitted: "
+    )
     assert f"(auto chose {chosen})" in text
     assert " + ".join(m.spec.label() for m in auto.members_) in text
     # one name per candidate: knn and the mean of 5-NN apart
     names = auto.selection_["candidate"]
-    assert names.is_unique and {"gak+knn", "gak+knn(k=5)"} <= set(names)
+    assert names.is_unique
+    assert {"GlobalAlignmentKernel+knn", "GlobalAlignmentKernel+knn(k=5)"} <= set(names)
 
 
 def test_scoring_the_corpus_warns_that_scores_are_in_sample():
@@ -72,22 +81,3 @@ def test_grid_search_without_scoring_uses_roc_auc():
         plain.score(X)
     with pytest.raises(ValueError, match="holds no normal series"):
         plain.score(X, np.where(y == 1, "ok", "bad"))
-
-
-def test_median_point_distance_is_memory_bounded():
-    # issue 25, item 13: no (p, p, d) array (1000 x 1000 x 200 float64 = 1.6 GB before)
-    import tracemalloc
-
-    from novelty.detector._auto import median_point_distance
-
-    Z = np.random.default_rng(7).normal(size=(3, 400, 200))
-    tracemalloc.start()
-    med = median_point_distance(Z)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    assert peak < 50e6, peak
-    # equal to the median over all pairs of the sampled points, computed pair by pair
-    P = Z.reshape(-1, 200)[np.random.default_rng(0).choice(1200, size=1000, replace=False)]
-    i, j = np.triu_indices(1000, 1)
-    d2 = np.einsum("ij,ij->i", P[i[::97]] - P[j[::97]], P[i[::97]] - P[j[::97]])
-    assert np.sqrt(np.median(d2)) == pytest.approx(med, rel=0.02)  # a subsample of pairs

@@ -1,5 +1,5 @@
 """Progress and time control (issue 22, item 3): ``verbose`` shows a tqdm bar whose planned
-steps are the steps done; ``kernel="auto"``'s ``max_time`` bounds selection + final fit
+steps are the steps done; ``scorer="auto"``'s ``max_time`` bounds selection + final fit
 (checked with a simulated clock, so the test does not depend on the machine's load)."""
 
 from __future__ import annotations
@@ -95,7 +95,10 @@ def test_no_selection_when_even_the_baseline_would_overrun(monkeypatch):
     assert [s.label() for s in specs] == ["A+knn"]
     assert len(table) == 1 and bool(table["chosen"].iloc[0])
     assert "kept the baseline without selection" in table["status"].iloc[0]
-    # the detector: the default recipe, and the repr says so
-    det = KernelNoveltyDetector(kernel="auto", max_time=1e-9).fit(_sines(12))
-    assert [m.spec.name for m in det.members_] == ["minirocket+knn", "gak+knn"]
+    # the detector: its kernel with the 1-NN scorer, and the repr says so
+    kernel = FlattenedKernel(RBF(3.0))
+    det = KernelNoveltyDetector(kernel, scorer="auto", contamination=0.1, max_time=1e-9)
+    det.fit(_sines(12))
+    assert [m.spec.name for m in det.members_] == ["FlattenedKernel+knn"]
+    assert "kept the baseline without selection" in det.selection_["status"].iloc[0]
     assert "auto chose baseline" in repr(det)

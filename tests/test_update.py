@@ -142,12 +142,13 @@ def test_update_never_forms_the_corpus_gram_again():
 
 
 # ------------------------------------------------------------------ the default recipe
-def _knn_loo_brute(D2, rows, exclude):
-    """1-NN distance of each of ``rows`` to the series not in its ``exclude`` set (loops)."""
+def _knn_loo_brute(D2, rows, exclude, k=1):
+    """Mean distance of each of ``rows`` to its ``k`` nearest series not in its ``exclude``
+    set (fewer where fewer are left; k = 1: the 1-NN distance), by loops."""
     out = []
     for i in rows:
-        d = [D2[i, j] for j in range(D2.shape[0]) if j not in exclude[i]]
-        out.append(np.sqrt(max(min(d), 0.0)))
+        d = sorted(np.sqrt(max(D2[i, j], 0.0)) for j in range(D2.shape[0]) if j not in exclude[i])
+        out.append(np.mean(d[:k]))
     return np.array(out)
 
 
@@ -155,50 +156,55 @@ def test_default_recipe_update_equals_its_oracle_and_refit_equals_a_fit():
     rng = np.random.default_rng(4)
     X = _walks(rng, 36)
     A, B, test = X[:21], np.r_[X[21:27], X[[5]]], X[27:]  # B's last series copies A[5]
-    # the two-member recipe (MiniRocket 1-NN + GAK 1-NN: the default before issue 30, now the
-    # baseline that kernel="auto" keeps when it has no time to select)
-    det = KernelNoveltyDetector(kernel="auto", max_time=1e-9, contamination=0.1).fit(A)
-    mr_cal, gak_cal = (m.calibration_.copy() for m in det.members_)
+    # the default recipe on two channels: ROCKAD's MiniRocket mean 5-NN, MiniRocket 1-NN (both
+    # features fitted on the corpus, frozen by the update) and GAK 1-NN
+    det = KernelNoveltyDetector(contamination=0.1).fit(A)
+    cals = [m.calibration_.copy() for m in det.members_]
     refit = copy.deepcopy(det).update(B, refit=True)
     det.update(B)
     U = np.r_[A, B]
     n_a, n = len(A), len(U)
-    # MiniRocket member: features frozen; corpus scores kept, new ones leave-one-out (the copy
-    # of A[5] is held out with it and has no score of its own)
-    mr, gak = det.members_
-    assert mr.kernel_.needs_fit and not gak.kernel_.needs_fit
-    K = mr.kernel_.gram(U).numpy()
-    D2 = np.diag(K)[:, None] + np.diag(K)[None, :] - 2 * K
+    recipe, mr, gak = det.members_
     exclude = {i: {i} for i in range(n)}
     exclude[5] |= {n - 1}
     exclude[n - 1] |= {5}
-    new = _knn_loo_brute(D2, range(n_a, n - 1), exclude)
-    np.testing.assert_allclose(mr.calibration_, np.r_[mr_cal, new], rtol=0, atol=1e-8)
+    # MiniRocket members: features frozen; corpus scores kept, new ones leave-one-out (the
+    # copy of A[5] is held out with it and has no score of its own)
+    for member, cal, k in ((recipe, cals[0], 5), (mr, cals[1], 1)):
+        assert member.kernel_.needs_fit
+        K = member.kernel_.gram(U).numpy()
+        D2 = np.diag(K)[:, None] + np.diag(K)[None, :] - 2 * K
+        new = _knn_loo_brute(D2, range(n_a, n - 1), exclude, k=k)
+        np.testing.assert_allclose(member.calibration_, np.r_[cal, new], rtol=0, atol=1e-8)
     # GAK member: a fit on the union with A's z-score and A's fitted bandwidth injected
+    assert not gak.kernel_.needs_fit
     spec = MemberSpec(
         kernel=tk.GAK(sigma=gak.kernel_.sigma_), preprocess=False, normalize=True, name="g"
     )
     oracle = Member(spec).fit(gak.preprocessor_.transform(U), {})
     np.testing.assert_allclose(gak.calibration_, oracle.calibration_, rtol=0, atol=TOL)
-    assert gak.calibration_.size == n - 1 and not np.allclose(gak.calibration_[:n_a], gak_cal)
+    assert gak.calibration_.size == n - 1 and not np.allclose(gak.calibration_[:n_a], cals[2])
     # the detector: scales, calibration, threshold from the members' calibrations
-    scales = [robust_scale(mr.calibration_), robust_scale(oracle.calibration_)]
+    member_cals = [recipe.calibration_, mr.calibration_, oracle.calibration_]
+    scales = [robust_scale(c) for c in member_cals]
     assert np.allclose(det.scales_, scales, rtol=0, atol=TOL)
-    z = [(c - m) / s for c, (m, s) in zip([mr.calibration_, oracle.calibration_], scales)]
+    z = [(c - m) / s for c, (m, s) in zip(member_cals, scales)]
     np.testing.assert_allclose(det.calibration_scores_, np.mean(z, axis=0), atol=1e-8)
     assert det.threshold_ == pytest.approx(conformal_threshold(np.mean(z, axis=0), 0.1), 1e-8)
-    Kt = mr.kernel_.gram(test, U).numpy()
-    s_mr = np.sqrt(np.min(mr.kernel_.diag(test).numpy()[:, None] + np.diag(K) - 2 * Kt, 1))
-    s_gak = oracle.novelty(gak.preprocessor_.transform(test))
-    expected = -np.mean(
-        [(s_mr - scales[0][0]) / scales[0][1], (s_gak - scales[1][0]) / scales[1][1]], 0
-    )
+    novelty = []
+    for member, k in ((recipe, 5), (mr, 1)):  # the test series against the whole union
+        K = member.kernel_.gram(U).numpy()
+        Kt = member.kernel_.gram(test, U).numpy()
+        D2t = np.maximum(member.kernel_.diag(test).numpy()[:, None] + np.diag(K) - 2 * Kt, 0)
+        novelty.append(np.sort(np.sqrt(D2t), axis=1)[:, :k].mean(axis=1))
+    novelty.append(oracle.novelty(gak.preprocessor_.transform(test)))
+    expected = -np.mean([(s - m) / q for s, (m, q) in zip(novelty, scales)], axis=0)
     np.testing.assert_allclose(det.score_samples(test), expected, rtol=0, atol=1e-8)
     assert (
         det.n_corpus_ == n and (det.members_[0].duplicate_groups_ == oracle.duplicate_groups_).all()
     )
     # refit=True is a fit on the union
-    union = KernelNoveltyDetector(kernel="auto", max_time=1e-9, contamination=0.1).fit(U)
+    union = KernelNoveltyDetector(contamination=0.1).fit(U)
     _assert_same(refit, union, test)
 
 

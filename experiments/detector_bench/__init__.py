@@ -32,14 +32,16 @@ gets as its ``random_state``.
 
 **Methods** (:data:`.methods.METHODS`; the groups ``ours`` and ``peers`` expand):
 
-* ``ours_default`` = ``KernelNoveltyDetector()``, ``ours_auto`` =
-  ``KernelNoveltyDetector(kernel="auto", scorer="auto")`` and every ``--extra NAME=EXPR``: an
+* ``ours_default`` = ``KernelNoveltyDetector()`` and every ``--extra NAME=EXPR``: an
   estimator on raw series (arrays (n, T, d) or lists of (T_i, d) arrays; it pre-processes
   itself). EXPR is evaluated afresh for every problem with ``np``, ``novelty``, ``tskernels``,
   ``density`` and every public name of ``tskernels`` and ``novelty`` in scope; a
   ``random_state`` parameter left at None is set to the seed. Anomaly score =
   ``-score_samples(X)``; false alarms = test normals with ``predict(X) == -1``, nominal rate
   ``contamination`` if the detector has it, else ``1 - quantile``.
+* ``ours_auto`` (``KernelNoveltyDetector(kernel="auto", scorer="auto")``) is no longer run:
+  ``kernel="auto"`` was retired (:data:`.methods.RETIRED`; docs/results_detector.md); rows of
+  it in a store still report, after ``ours_default``.
 * ``rockad``: aeon's ROCKAD with its defaults and ``random_state=seed`` on the raw series in
   aeon's layout (n, d, T); its ``predict`` is an anomaly score (mean k-NN distance in the
   power-transformed ROCKET features: higher = more anomalous). It has no threshold, so no

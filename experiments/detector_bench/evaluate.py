@@ -101,7 +101,7 @@ def evaluate(method: Method, prob: Problem) -> dict:
         auc, ap = auc_ap(prob.y, score)
         params = det.get_params(deep=False) if hasattr(det, "get_params") else {}
         table = getattr(det, "selection_", None)
-        if table is not None and "score" in table:  # kernel="auto": the candidates' proxies
+        if table is not None and "score" in table:  # scorer="auto": the candidates' proxies
             keep = [c for c in ("kernel", "scorer", "params", "score", "z", "chosen") if c in table]
             params = {**params, "selection": table[keep].to_dict("records")}
     return dict(

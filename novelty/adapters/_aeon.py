@@ -46,7 +46,7 @@ class AeonKernelNoveltyDetector(BaseCollectionAnomalyDetector):
 
     Parameters
     ----------
-    kernel : None (default recipe), "auto" or a ``tskernels.Kernel``; the detector's ``kernel``.
+    kernel : None (default recipe) or a ``tskernels.Kernel``; the detector's ``kernel``.
     contamination : float, default 0.05, the detector's ``contamination`` (used by its
         ``predict``, not by the anomaly scores returned here).
     random_state : int, default 0, the detector's ``random_state``.

@@ -1,4 +1,4 @@
-r"""The default detector recipe and the label-free choice of kernels and scorers.
+r"""The default detector recipe and the label-free choice of a scorer (``scorer="auto"``).
 
 **Default recipe** (:func:`default_members`, issue 30): ROCKAD's recipe (standardised MiniRocket
 features, mean 5-NN distance) averaged with the former default's MiniRocket 1-NN (and, for
@@ -6,11 +6,15 @@ multivariate series, its GAK 1-NN), each standardised by its held-out scores; ch
 benchmark's tuning half from a pool of candidates (``experiments/detector_pool``;
 docs/results_detector.md, "Issue 30").
 
-**Selection** (``kernel="auto"``) keeps its own baseline, the former default
-(:func:`baseline_members`); on the tuning half it does not beat the new default (see
-docs/results_detector.md).
+**Selection** (:func:`select_members`) serves ``scorer="auto"`` with a given kernel: the
+detector passes its one kernel; several kernels can be passed here. It used to serve
+``kernel="auto"`` too (four candidate kernels, the former default as baseline), which was
+retired: on the benchmark's complete tuning half no weighting of candidates by the proxy beat
+the fixed default ensemble by the 0.01 that issue 30 asked (the best +0.005, no better rank;
+docs/results_detector.md, "The proxy on the complete tuning half, and `kernel="auto"`
+retired").
 
-**Selection** (:func:`select_members`), from the normal series alone:
+From the normal series alone:
 
 1. the corpus is split into ``n_folds`` folds (leave-one-out below 5 series);
 2. in each fold, pre-processing and kernels are fitted on the training part; each held-out
@@ -20,22 +24,23 @@ docs/results_detector.md).
 4. a candidate's selection score (the *proxy*) is the mean, over the kinds of perturbation,
    of the ROC-AUC of held-out normal series against that kind's anomalies (pooled over
    folds), so that no one perturbation decides. Candidates are every (kernel, scorer), the
-   ``top`` best kernels each with its best scorer averaged (``"top"``), and the baseline;
-5. **shrinkage towards the baseline**: the baseline is the default recipe (or, with given
-   kernels, the first kernel with the 1-NN scorer). The best other candidate replaces it only
-   when its proxy is higher by more than :math:`z_{1 - \alpha / m}` standard errors of the
-   paired difference (``alpha`` = ``SELECTION_ALPHA``, one-sided, Bonferroni over the
-   :math:`m` alternatives), the standard error from ``n_boot`` bootstrap resamples of the
-   held-out series (each with its own anomalies). A proxy that cannot tell the candidates
-   apart on this corpus therefore keeps the baseline, and the selection departs from it only
-   on evidence (tested in tests/test_detector_auto.py; on the benchmark's confirmation half it
-   kept the default on 108 of 111 problems, docs/results_detector.md).
+   ``top`` best kernels each with its best scorer averaged (``"top"``, with two kernels or
+   more), and the baseline;
+5. **shrinkage towards the baseline**: the baseline is the first kernel with the 1-NN scorer.
+   The best other candidate replaces it only when its proxy is higher by more than
+   :math:`z_{1 - \alpha / m}` standard errors of the paired difference (``alpha`` =
+   ``SELECTION_ALPHA``, one-sided, Bonferroni over the :math:`m` alternatives), the standard
+   error from ``n_boot`` bootstrap resamples of the held-out series (each with its own
+   anomalies). A proxy that cannot tell the candidates apart on this corpus therefore keeps
+   the baseline, and the selection departs from it only on evidence (tested in
+   tests/test_detector_auto.py).
 
-Averaged members are put on one scale by the median and IQR of their held-out normal scores
-(as the detector does with calibration scores).
+A corpus of one series has no held-out series to select on: the baseline is kept (one row in
+``selection_`` says so). Averaged members are put on one scale by the median and IQR of their
+held-out normal scores (as the detector does with calibration scores).
 
 **Time.** ``max_time`` bounds the selection *and* the fit of the chosen members that follows
-it. Candidates are evaluated kernel by kernel in a fixed order, the baseline's kernels first
+it. Candidates are evaluated kernel by kernel in the order given, the baseline's kernel first
 and always (so the baseline can always be chosen). Every other kernel runs only while the
 projected end stays within ``max_time``: the time spent, plus its remaining folds at the mean
 time of its folds so far, plus a reserve for the final fit (``FINAL_FIT_FACTOR`` times the
@@ -64,14 +69,7 @@ from ._members import MemberSpec, fit_pipeline, make_scorer
 from ._perturbations import PERTURBATIONS, corpus_scale, perturb
 from ._progress import plan, step
 
-__all__ = [
-    "default_members",
-    "baseline_members",
-    "recipe_member",
-    "candidate_kernels",
-    "select_members",
-    "median_point_distance",
-]
+__all__ = ["default_members", "recipe_member", "select_members"]
 
 #: Number of kernels (each with its best scorer) averaged by the "top" candidate.
 TOP = 2
@@ -94,58 +92,20 @@ SCORER_CANDIDATES = (
 )
 
 
-def median_point_distance(Z, max_points: int = 1000, seed: int = 0) -> float:
-    """Median Euclidean distance between time points sampled from the series (seeded)."""
-    P = np.concatenate(list(Z))  # the (T_i, d) series of a SeriesBatch, array or list
-    rng = np.random.default_rng(seed)
-    P = P[rng.choice(len(P), size=min(len(P), max_points), replace=False)]
-    from scipy.spatial.distance import pdist
-
-    # the pairs' squared distances, one float each (never a (p, p, d) array: d may be large)
-    med = float(np.sqrt(np.median(pdist(P, "sqeuclidean")))) if len(P) > 1 else 0.0
-    return med if med > 0 else 1.0
-
-
-def _preprocessed(Xs):
-    """The checked SeriesBatch ``Xs`` z-scored per channel (a SeriesBatch)."""
-    from tskernels.transforms import Preprocessor
-
-    return Preprocessor(zscore="channel").fit(Xs).transform(Xs)
+#: Below this many normal series the default recipe leaves out the members whose features
+#: are learned from the corpus (a power transform fitted on one or two series means nothing).
+MIN_LEARNED_FEATURES = 3
 
 
 def _random_convolution():
-    """MiniRocket features of the default recipe and the selection; after an equal-length fit
-    a series of another length gets the same features at its own length
+    """MiniRocket features of the default recipe's 1-NN member; after an equal-length fit a
+    series of another length gets the same features at its own length
     (``other_lengths="native"``), so the detector scores any length."""
     from tskernels import RandomConvolutionKernel
 
     return RandomConvolutionKernel(
         transform="minirocket", n_kernels=10_000, seed=0, other_lengths="native"
     )
-
-
-def candidate_kernels(Xs) -> list[tuple[str, object, bool | str, bool]]:
-    """(name, unfitted kernel, pre-processing, normalise?) in the order the selection
-    evaluates them: the random-convolution features on the raw series (their biases are
-    drawn from the corpus, so no z-score), GAK, the integral RBF (median-heuristic
-    bandwidth) and the level-4 truncated signature on series z-scored per channel."""
-    import tskernels as tk
-
-    Z = _preprocessed(Xs)
-    d = Z.d
-    sigma = median_point_distance(Z)
-    signature = tk.TruncatedSignatureKernel(tk.Linear(), level=4, scale=1 / math.sqrt(d))
-    return [
-        ("minirocket", _random_convolution(), False, False),
-        ("gak", tk.GAK(), "channel", True),
-        ("integral_rbf", tk.IntegralKernel(tk.RBF(sigma)), "channel", True),
-        ("signature_l4", signature, "channel", True),
-    ]
-
-
-#: Below this many normal series the default recipe leaves out the members whose features
-#: are learned from the corpus (a power transform fitted on one or two series means nothing).
-MIN_LEARNED_FEATURES = 3
 
 
 def _standardised_convolution():
@@ -176,7 +136,21 @@ def recipe_member() -> MemberSpec:
     )
 
 
+def _rocket_member() -> MemberSpec:
+    """MiniRocket features of the raw series (power-transformed on the corpus) with the 1-NN
+    distance (the former default's first member)."""
+    return MemberSpec(
+        kernel=_random_convolution(),
+        scorer="knn",
+        preprocess=False,
+        normalize=False,
+        name="minirocket+knn",
+        adapt_to_corpus=True,
+    )
+
+
 def _gak_member() -> MemberSpec:
+    """GAK (median-heuristic bandwidth) 1-NN on series z-scored per channel."""
     import tskernels as tk
 
     return MemberSpec(
@@ -193,36 +167,15 @@ def default_members(Xs) -> list[MemberSpec]:
     ``MIN_LEARNED_FEATURES`` series gets the GAK member alone."""
     if len(Xs) < MIN_LEARNED_FEATURES:
         return [_gak_member()]
-    rocket, gak = baseline_members(Xs)
-    return [recipe_member(), rocket, gak] if _channels(Xs) > 1 else [recipe_member(), rocket]
+    if _channels(Xs) > 1:
+        return [recipe_member(), _rocket_member(), _gak_member()]
+    return [recipe_member(), _rocket_member()]
 
 
 def _channels(Xs) -> int:
     """The number of channels of a batch or list of (T_i, d) series."""
     d = getattr(Xs, "d", None)
     return int(d) if d is not None else int(np.shape(Xs[0])[-1])
-
-
-def baseline_members(Xs) -> list[MemberSpec]:
-    """The baseline that ``kernel="auto"`` keeps unless its proxy gives evidence against it:
-    the mean of two standardised 1-NN scores, on MiniRocket features of the raw series
-    (power-transformed on the corpus) and on GAK (median-heuristic bandwidth) of the series
-    z-scored per channel (the default recipe before issue 30; its members are candidates of
-    the selection). A corpus of fewer than ``MIN_LEARNED_FEATURES`` series: GAK alone."""
-    gak = _gak_member()
-    if len(Xs) < MIN_LEARNED_FEATURES:
-        return [gak]
-    return [
-        MemberSpec(
-            kernel=_random_convolution(),
-            scorer="knn",
-            preprocess=False,
-            normalize=False,
-            name="minirocket+knn",
-            adapt_to_corpus=True,
-        ),
-        gak,
-    ]
 
 
 def _folds(n: int, n_folds: int, rng) -> list[np.ndarray]:
@@ -234,7 +187,7 @@ def _folds(n: int, n_folds: int, rng) -> list[np.ndarray]:
 def select_members(
     Xs,
     *,
-    kernels=None,
+    kernels,
     max_time: float = 60.0,
     random_state: int = 0,
     preprocess: bool = True,
@@ -243,33 +196,33 @@ def select_members(
     top: int = TOP,
     n_boot: int = N_BOOT,
 ):
-    """Choose members on normal series alone; returns (specs, selection table). ``Xs``: the
-    corpus as checked at the detector's public call (not checked again).
+    """Choose members for the given ``kernels`` (a non-empty sequence of unfitted
+    ``tskernels`` kernels, each with ``preprocess`` and ``normalize``) on normal series
+    alone; returns (specs, selection table). ``Xs``: the corpus as checked at the detector's
+    public call (not checked again).
 
     Three steps (module docstring): :func:`_plan_folds` (folds and synthetic anomalies),
     :func:`_evaluate` (every kernel's Grams, every scorer's proxy, under the time budget) and
-    :func:`_choose` (the candidates against the baseline, which :func:`_baseline_candidates`
-    names before anything is evaluated)."""
+    :func:`_choose` (the candidates against the baseline, the first kernel with the 1-NN
+    scorer). A corpus of one series: the baseline, without selection."""
     Xs = SeriesBatch.from_checked(Xs)  # a checked collection given as numpy: shared
     start = time.perf_counter()
     rng = np.random.default_rng(random_state)
-    full_auto = kernels is None
-    if full_auto:
-        named = candidate_kernels(Xs)
-    else:
-        named = [(type(k).__name__, k, preprocess, normalize) for k in kernels]
+    named = [(type(k).__name__, k, preprocess, normalize) for k in kernels]
+    if not named:
+        raise ValueError("select_members needs at least one kernel, got none")
+    if len(Xs) < 2:  # no held-out series with a training part: nothing to select on
+        return _no_selection(named[0], "one normal series, no held-out series to select on")
     folds = _plan_folds(Xs, n_folds, rng)
-    baseline_specs = baseline_members(Xs) if full_auto else None
-    baseline = _baseline_candidates(named, baseline_specs)
-    n_required = len(baseline_specs) if full_auto else 1  # the baseline's kernels run first
     plan(len(named) * len(folds))
     try:
-        rows, cands, keys = _evaluate(Xs, named, folds, _Budget(start, max_time), n_required)
+        rows, cands, keys = _evaluate(Xs, named, folds, _Budget(start, max_time))
     except _Overrun as over:  # even the baseline would end past max_time: no selection
-        return _no_selection(named[0], full_auto, Xs, over.end, max_time)
+        why = f"evaluating it would end at {over.end:.0f} s, past max_time={max_time:g} s"
+        return _no_selection(named[0], why)
     if not cands:
         raise ValueError("no candidate kernel/scorer could be evaluated on the corpus")
-    return _choose(rows, cands, keys, baseline, top, n_boot, random_state)
+    return _choose(rows, cands, keys.get((0, 0)), top, n_boot, random_state)
 
 
 # ------------------------------------------------------------- step 1: fold planning
@@ -293,36 +246,9 @@ def _plan_folds(Xs, n_folds: int, rng) -> list[tuple]:
     return planned
 
 
-def _baseline_candidates(named: list, specs: list[MemberSpec] | None):
-    """(the baseline's candidates as (kernel position in ``named``, index in
-    ``SCORER_CANDIDATES``), its specs or None), or None when some member of the baseline is
-    no candidate. Full auto (``specs``: :func:`baseline_members`): each member found among the
-    candidates by its definition (kernel class and parameters, scorer and its parameters,
-    pre-processing, normalisation) and kept as it is; given kernels (``specs`` None): the
-    first kernel with the 1-NN scorer (the candidate's own spec)."""
-    if specs is None:
-        return [(0, 0)], None
-    found = [_candidate_of(spec, named) for spec in specs]
-    return None if None in found else (found, specs)
-
-
-def _candidate_of(spec: MemberSpec, named: list) -> tuple[int, int] | None:
-    """The (kernel position, scorer index) of the candidate that ``spec`` defines, or None."""
-    for position, (_, kernel, prep, norm) in enumerate(named):
-        same_kernel = type(kernel) is type(spec.kernel) and (
-            kernel.get_params() == spec.kernel.get_params()
-        )
-        if not (same_kernel and prep == spec.preprocess and norm == spec.normalize):
-            continue
-        for i, (scorer, params) in enumerate(SCORER_CANDIDATES):
-            if scorer == spec.scorer and params == spec.scorer_params:
-                return position, i
-    return None
-
-
 # ---------------------------------------------------------------- step 2: evaluation
 class _Overrun(Exception):
-    """Evaluating a kernel of the baseline would end past ``max_time`` (at ``end`` s)."""
+    """Evaluating the baseline's kernel would end past ``max_time`` (at ``end`` s)."""
 
     def __init__(self, end: float):
         self.end = end
@@ -354,22 +280,22 @@ class _Budget:
 
     def overruns(self, t0: float, done: int, n_folds: int, factor: float, required: bool):
         """Whether the kernel would end past ``max_time`` (:meth:`projected_end`); for a
-        kernel of the baseline (``required``) that raises :class:`_Overrun` instead."""
+        the baseline's kernel (``required``) that raises :class:`_Overrun` instead."""
         end = self.projected_end(t0, done, n_folds, factor)
         if end > self.max_time and required:  # even the baseline would overrun
             raise _Overrun(end)
         return end > self.max_time
 
 
-def _evaluate(Xs, named: list, folds: list, budget: _Budget, n_required: int):
+def _evaluate(Xs, named: list, folds: list, budget: _Budget):
     """(rows of the selection table, {row: (spec, held-out normal scores, anomaly scores)}
     of the candidates evaluated, {(kernel position, scorer index): row}), kernel by kernel in
-    the order of ``named``; the first ``n_required`` kernels (the baseline's) always run, or
-    raise :class:`_Overrun`."""
+    the order of ``named``; the first (the baseline's) always runs, or raises
+    :class:`_Overrun`."""
     kinds = list(PERTURBATIONS)
     rows, cands, keys = [], {}, {}
     for position, (kname, kernel, prep, norm) in enumerate(named):
-        required = position < n_required
+        required = position == 0
         factor = FINAL_FIT_FACTOR[bool(getattr(kernel, "needs_fit", False))]
         if not required and budget.spent():
             for scorer, params in SCORER_CANDIDATES:
@@ -449,10 +375,11 @@ def _kernel_scores(Xs, candidate: tuple, folds: list, kinds: list, stop):
 
 
 # ------------------------------------------------------------------ step 3: decision
-def _choose(rows: list, cands: dict, keys: dict, baseline, top: int, n_boot: int, seed: int):
+def _choose(rows: list, cands: dict, baseline: int | None, top: int, n_boot: int, seed: int):
     """(the chosen specs, the selection table): the candidates are every evaluated (kernel,
     scorer), the ``top`` best kernels each with its best scorer averaged ("top") and the
-    baseline (when all its candidates were evaluated); :func:`_decide` picks one."""
+    baseline (the row of the first kernel's 1-NN, None when it was not evaluated: then the
+    highest proxy wins); :func:`_decide` picks one."""
     import pandas as pd
 
     # the best scorer of each kernel, then the `top` best kernels (diverse members)
@@ -462,12 +389,12 @@ def _choose(rows: list, cands: dict, keys: dict, baseline, top: int, n_boot: int
         if rows[idx]["kernel"] not in kernels_seen:
             kernels_seen.add(rows[idx]["kernel"])
             best_of_kernel.append(idx)
-    options = {f"row{i}": ([i], None) for i in cands}  # name -> (candidate rows, specs)
+    options = {f"row{i}": [i] for i in cands}  # name -> candidate rows
     if len(best_of_kernel) >= 2 and top > 1:
-        options["top"] = (best_of_kernel[: int(top)], None)
-    if baseline is not None and all(key in keys for key in baseline[0]):
-        options["baseline"] = ([keys[key] for key in baseline[0]], baseline[1])
-    scored = {name: _combined(cands, idx) for name, (idx, _) in options.items()}
+        options["top"] = best_of_kernel[: int(top)]
+    if baseline is not None:
+        options["baseline"] = [baseline]
+    scored = {name: _combined(cands, idx) for name, idx in options.items()}
     has_baseline = "baseline" in options
     choice, stats = _decide(scored, "baseline" if has_baseline else None, n_boot, seed)
 
@@ -478,7 +405,7 @@ def _choose(rows: list, cands: dict, keys: dict, baseline, top: int, n_boot: int
     extra = []
     for name in ("top", "baseline"):
         if name in options:
-            labels_ = " + ".join(cands[i][0].name for i in options[name][0])
+            labels_ = " + ".join(cands[i][0].name for i in options[name])
             value = _proxy(*scored[name])
             d, z = stats.get(name, (np.nan, np.nan))
             extra.append(
@@ -487,31 +414,26 @@ def _choose(rows: list, cands: dict, keys: dict, baseline, top: int, n_boot: int
             )  # fmt: skip
     if extra:
         table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
-    idx, specs = options[choice]
+    idx = options[choice]
     if choice in ("top", "baseline"):
         table.loc[table["kernel"] == choice, "chosen"] = True
     else:
         table.loc[idx[0], "chosen"] = True
     table = table.sort_values("score", ascending=False, na_position="last").reset_index(drop=True)
-    if specs is None:
-        specs = [cands[i][0] for i in idx]
-    return specs, table
+    return [cands[i][0] for i in idx], table
 
 
-def _no_selection(first, full_auto: bool, Xs, end: float, max_time: float):
-    """(the baseline's specs, a one-row table) when evaluating the baseline alone would end
-    past ``max_time`` (projected ``end`` seconds): no selection, the baseline is kept."""
+def _no_selection(first, why: str):
+    """(the baseline's specs, a one-row table) when there is no selection (``why``: a corpus
+    of one series, or evaluating the baseline alone would end past ``max_time``): the
+    baseline, the first kernel ``first`` with the 1-NN scorer, is kept."""
     import pandas as pd
 
     kname, kernel, prep, norm = first
-    specs = baseline_members(Xs) if full_auto else [_spec(kernel, "knn", {}, prep, norm, kname)]
-    status = (
-        f"kept the baseline without selection: evaluating it would end at {end:.0f} s, past "
-        f"max_time={max_time:g} s"
-    )
+    specs = [_spec(kernel, "knn", {}, prep, norm, kname)]
     row = {"candidate": "baseline", "kernel": "baseline",
-           "scorer": " + ".join(s.label() for s in specs), "score": np.nan, "status": status,
-           "chosen": True}  # fmt: skip
+           "scorer": " + ".join(s.label() for s in specs), "score": np.nan,
+           "status": f"kept the baseline without selection: {why}", "chosen": True}  # fmt: skip
     return specs, pd.DataFrame([row])
 
 

@@ -10,7 +10,7 @@ detector's ``missing`` rule). ``update(B)`` turns the fitted detector into one w
 the scorer, namely the pre-processing statistics (pooling window, z-score means and standard
 deviations), the kernels' corpus-fitted parameters (GAK's median-heuristic bandwidth, the
 random convolutions' biases and power transform), the members and their hyper-parameters (a
-selection of ``kernel="auto"`` is not rerun). Each member then:
+selection of ``scorer="auto"`` is not rerun). Each member then:
 
 - computes the kernel values of the new series against the corpus and among themselves,
   :math:`K_{BA}` (:math:`m \times N`) and :math:`K_{BB}` (:math:`m \times m`): :math:`O(mN)`
