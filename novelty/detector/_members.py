@@ -112,6 +112,20 @@ class MemberSpec:
         state.setdefault("adapt_to_corpus", state.get("name", "") != "")
         self.__dict__.update(state)
 
+    @classmethod
+    def of_detector(cls, det) -> MemberSpec:
+        """The one member a detector with a given kernel fits: its ``kernel``, ``scorer``,
+        ``alpha``, ``rank``, ``scorer_params``, ``preprocess`` and ``normalize``."""
+        return cls(
+            kernel=det.kernel,
+            scorer=det.scorer,
+            alpha=float(det.alpha),
+            rank=det.rank,
+            scorer_params=dict(det.scorer_params or {}),
+            preprocess=det.preprocess,
+            normalize=bool(det.normalize),
+        )
+
     def corpus_size(self, n: int) -> int | None:
         """The corpus size to adapt the scorer to (:func:`make_scorer`'s ``n_corpus``): ``n``
         when ``adapt_to_corpus``, else None."""

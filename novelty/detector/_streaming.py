@@ -232,15 +232,7 @@ def streamed_fit(det, X, y) -> bool:
 
     start = time.perf_counter()
     N, T, d = X.shape
-    spec = MemberSpec(
-        kernel=det.kernel,
-        scorer=det.scorer,
-        alpha=float(det.alpha),
-        rank=det.rank,
-        scorer_params=dict(det.scorer_params or {}),
-        preprocess=det.preprocess,
-        normalize=bool(det.normalize),
-    )
+    spec = MemberSpec.of_detector(det)
     if T < d:
         warnings.warn(
             f"X has {d} channels and {T} time steps per series: is it (n, d, T)? expected "
