@@ -4,8 +4,8 @@ conformally calibrated.
 ``fit(X)`` on normal series fits one or more members (:mod:`novelty.detector._members`:
 pre-processing fitted on the corpus, a kernel, a Gram-level scorer) and their held-out
 (leave-one-out or cross-fitted) novelty scores of the corpus series. With several members
-(the default recipe, or ``kernel="auto"``), each member's novelty is put on one scale by its
-held-out scores, :math:`z = (s - \operatorname{median}(c)) / \operatorname{IQR}(c)`, and the
+(the default recipe), each member's novelty is put on one scale by its held-out scores,
+:math:`z = (s - \operatorname{median}(c)) / \operatorname{IQR}(c)`, and the
 detector's novelty is the mean of the :math:`z`.
 
 ``score_samples`` is minus that novelty (higher = more normal). The held-out novelty scores
@@ -23,6 +23,10 @@ Input: an array (n, T, d), a list of (T_i, d) arrays, any sktime Panel container
 NaN-padded arrays (:func:`novelty.as_series_collection`). A 2-D array is ambiguous (one
 recording (T, d), or n univariate series (n, T)), so it is an error naming both readings unless
 ``layout`` says which.
+
+``kernel="auto"`` (kernels and scorers chosen on the normal series alone) was retired: it did
+not beat the default ensemble on the benchmark's tuning half (docs/results_detector.md); it
+raises a ValueError that says what to use instead (``scorer="auto"`` with a kernel remains).
 """
 
 from __future__ import annotations
@@ -44,8 +48,12 @@ from ._calibration import conformal_p_values, conformal_threshold, min_corpus_fo
 
 __all__ = ["KernelNoveltyDetector"]
 
-#: ``kernel="auto"`` selects from this many normal series on; below, the default recipe.
-MIN_SELECTION = 3
+#: What ``kernel="auto"`` gets (it was retired; module docstring).
+KERNEL_AUTO_RETIRED = (
+    "kernel='auto' was retired: its label-free choice of kernels did not beat the default "
+    "ensemble on the benchmark's tuning half (docs/results_detector.md), so use kernel=None "
+    "(the default) or a tskernels kernel with scorer='auto' to choose the scorer"
+)
 
 
 # the names that ``scorer``, ``approximation`` and ``landmarks`` take, read when checked (the
@@ -94,18 +102,19 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : ``None`` (default), ``"auto"`` or a ``tskernels.Kernel``.
+    kernel : ``None`` (default) or a ``tskernels.Kernel``.
         ``None``: the default recipe (:func:`novelty.default_members`), chosen from the
-        benchmark in docs/results_detector.md. ``"auto"``: kernels and scorers chosen on the
-        normal series alone (:mod:`novelty.detector._auto`: held-out normal series against synthetic
-        anomalies), ``selection_`` shows the candidates. A kernel: that kernel with ``scorer``;
-        tuned through ``kernel__<param>`` in ``GridSearchCV``.
+        benchmark in docs/results_detector.md. A kernel: that kernel with ``scorer``; tuned
+        through ``kernel__<param>`` in ``GridSearchCV``. ``"auto"`` was retired (a ValueError
+        says so: it did not beat the default on the benchmark's tuning half).
     scorer : a name of :func:`novelty.scorer_registry`: "knn" (default), "conformance",
         "mahalanobis" (variance norm), "sse" (spectral support), "sosrep", "mean_embedding",
         "ocsvm"; an unfitted :class:`novelty.GramScorer` instance (its parameters tuned as
-        ``scorer__<param>`` in ``GridSearchCV``); or "auto" (with an explicit kernel: the
-        scorer is chosen like ``kernel="auto"`` chooses). Ignored when ``kernel`` is None or
-        "auto".
+        ``scorer__<param>`` in ``GridSearchCV``); or "auto": the scorer chosen for the kernel
+        on the normal series alone (:func:`novelty.detector._auto.select_members`: held-out
+        normal series against synthetic anomalies; the kernel with the 1-NN scorer unless the
+        evidence favours another), ``selection_`` shows the candidates. Ignored when
+        ``kernel`` is None.
     contamination : float in (0, 0.5], default 0.05. The share of new normal series that
         ``predict`` may flag (a conformal guarantee: at most this, up to O(1/n)). A corpus of
         fewer than ``1/contamination - 1`` series cannot flag anything (a warning says so).
@@ -128,15 +137,16 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         against the class's declared constraints. Not allowed with a scorer instance.
     normal_label : label or None. None (default): ``fit`` ignores ``y`` and every series of X
         is normal. Otherwise ``fit(X, y)`` uses only the series with ``y == normal_label``.
-    max_time : float, seconds that ``kernel="auto"`` may spend on selection (default 60).
-    random_state : int, seed of the synthetic anomalies and fold splits of the selection,
-        and of the approximation's landmarks and calibration set.
+    max_time : float, seconds that ``scorer="auto"`` may spend on the selection and the fit
+        of the chosen member (default 60; :mod:`novelty.detector._auto`, "Time").
+    random_state : int, seed of the synthetic anomalies and fold splits of the selection
+        (``scorer="auto"``), and of the approximation's landmarks and calibration set.
     approximation : None (default, exact Grams), "nystroem" or "features". For large corpora:
         each member maps the series to ``n_components`` features (Nyström landmarks, or the
         kernel's explicit / random Fourier features) and its scorer works on them, so the
         N x N Gram is never formed (:mod:`novelty.detector._approx_member`; README, "Large
-        corpora"). A corpus of at most ``n_components`` series is fitted exactly. ``kernel="auto"``
-        selects on a seeded subsample of ``n_components`` series.
+        corpora"). A corpus of at most ``n_components`` series is fitted exactly.
+        ``scorer="auto"`` selects on a seeded subsample of ``n_components`` series.
     n_components : int, default 1000, landmarks (or random features) per member.
     landmarks : "uniform" (default), "kmeans++" or "leverage", the Nyström landmark rule.
     missing : "interpolate" (default) or "error", what NaN inside a series (a missing value)
@@ -164,7 +174,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         series (n of them without exact copies): every copy of a series is held out with it,
         and a duplicated series is one calibration score (one held-out unit).
     offset_ : float, minus the conformal novelty threshold.
-    selection_ : pandas DataFrame of the candidates with their selection scores (auto only).
+    selection_ : pandas DataFrame of the candidates with their selection scores
+        (``scorer="auto"`` only).
 
     Methods
     -------
@@ -187,7 +198,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "kernel": [None, StrOptions({"auto"}), InstanceOf("tskernels", "Kernel")],
+        "kernel": [None, InstanceOf("tskernels", "Kernel")],
         "scorer": [NameOf(_scorer_names), InstanceOf("novelty", "GramScorer")],
         "contamination": [Interval(Real, 0, 0.5, closed="right")],
         "alpha": [Interval(Real, 0, None, closed="neither")],
@@ -458,8 +469,10 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         return load_detector(path, cls, trust_pickle=trust_pickle, trusted=trusted)
 
     def __repr__(self, N_CHAR_MAX=700):
-        """scikit-learn's repr; a fitted detector with several members or a selection adds
-        what it fitted, e.g. ``# fitted: minirocket+knn + gak+knn (auto kept the baseline)``."""
+        """scikit-learn's repr; a fitted detector with several members or a selection
+        (``scorer="auto"``) adds what it fitted, e.g.
+        ``# fitted: minirocket_std+knn(k=5) + minirocket+knn`` or
+        ``# fitted: GlobalAlignmentKernel+knn (auto chose baseline)``."""
         text = super().__repr__(N_CHAR_MAX=N_CHAR_MAX)
         members = getattr(self, "members_", None)
         if not members or (len(members) == 1 and not hasattr(self, "selection_")):
@@ -529,21 +542,6 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
         if self.kernel is None:
             return default_members(Xs)
-        if isinstance(self.kernel, str):  # "auto" (checked)
-            if len(Xs) < MIN_SELECTION:
-                # nothing to select on: the default recipe, and a table that says so
-                import pandas as pd
-
-                self.selection_ = pd.DataFrame(
-                    [{"status": f"default recipe: fewer than {MIN_SELECTION} normal series"}]
-                )
-                return default_members(Xs)
-            specs, self.selection_ = select_members(
-                Xs,
-                max_time=float(self.max_time) - (time.perf_counter() - start),
-                random_state=self.random_state,
-            )
-            return specs
         if _is_auto(self.scorer):
             specs, self.selection_ = select_members(
                 Xs,
@@ -667,6 +665,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         several parameters: the scorer's own parameters and its need of a normalised kernel."""
         from .._constraints import InvalidParameterError, validate_params
 
+        if isinstance(self.kernel, str) and self.kernel == "auto":
+            raise InvalidParameterError(KERNEL_AUTO_RETIRED)
         try:
             validate_params(self)
         except InvalidParameterError as err:
@@ -681,8 +681,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
             )
         from ._members import MemberSpec, make_scorer
 
-        explicit_kernel = self.kernel is not None and not isinstance(self.kernel, str)
-        if explicit_kernel and not _is_auto(self.scorer):
+        if self.kernel is not None and not _is_auto(self.scorer):
             # the scorer and its parameters, checked before any Gram is computed
             scorer = make_scorer(MemberSpec.of_detector(self))
             validate_params(scorer)
