@@ -268,3 +268,37 @@ def test_streamed_fit_memory_is_features_plus_blocks(tmp_path):
     assert bound < corpus64 / 2  # the bound itself excludes a copy of the corpus
     assert r["stream"] < bound, (r, bound)
     assert r["memory"] > bound, (r, bound)
+
+
+def test_streamed_fit_progress_reaches_its_plan(tmp_path):
+    """The progress bar of a streamed fit and its scoring: every planned step is taken (the
+    blocks of both passes, the calibration; one step per scored batch)."""
+    from novelty.detector import _progress, _streaming
+
+    class Bar:
+        total = n = 0
+
+        def update(self, k=1):
+            self.n += k
+
+        def refresh(self):
+            pass
+
+        def set_postfix_str(self, s, refresh=False):
+            self.label = s
+
+    path = bm.make_memmap(tmp_path / "x.npy", 3000, seed=1, T=12, d=2)
+    X = np.load(path, mmap_mode="r")
+    old = _streaming.BLOCK_BYTES, _streaming.SCORE_BATCH
+    _streaming.BLOCK_BYTES, _streaming.SCORE_BATCH = 8 * 300 * (3 * 24 + 3 * 64), 100
+    bar = Bar()
+    token = _progress._BAR.set(bar)
+    try:
+        det = _det().fit(X[:2500])
+        assert bar.n == bar.total >= 2 * 9  # 2500 / 300 rows: 9 blocks per pass
+        fitted = bar.total
+        det.score_samples(X[2500:])
+        assert bar.n == bar.total == fitted + 1 + 5  # the member, 500 / 100 batches
+    finally:
+        _progress._BAR.reset(token)
+        _streaming.BLOCK_BYTES, _streaming.SCORE_BATCH = old

@@ -245,7 +245,7 @@ def streamed_fit(det, X, y) -> bool:
     rows = max(1, min(N, BLOCK_BYTES // (8 * (3 * T * d + 3 * D))))
     blocks = [(i, min(N, i + rows)) for i in range(0, N, rows)]
     n_cal = min(CALIBRATION_MAX, N // 2)
-    plan(2 * len(blocks) + max(1, math.ceil(n_cal / SCORE_BATCH)))
+    plan(2 * len(blocks) + 1)  # two passes, then the calibration
 
     # pass 1: check, hash, statistics of the pre-processing
     from tskernels import SeriesBatch
