@@ -3,10 +3,13 @@
 Runs one CV cell (data set, normal class, kernel grid point, time channel; 4 x 10 folds by
 default) under cProfile and prints the per-phase totals (Gram, scorer fit, scoring, metrics)
 and the functions with the largest cumulative time, after one warm-up cell (numba
-compilation, imports) outside the timing. Repeats the cell and prints median and quartiles.
+compilation, imports) outside the timing. Repeats the cell and prints median and
+quartiles (the repeats take the pre-processed folds from the process's fold memo, as every
+cell of a class but the first does in a run). ``--points`` times the cells of several grid
+points of the class one after another instead (CPU seconds).
 
     python benchmarks/profile_cell.py --dataset NATOPS --kernel flat_rbf --cls 1.0 \
-        [--scorers conformance mahalanobis] [--repeats 3] [--profile]
+        [--scorers conformance mahalanobis] [--repeats 3] [--profile] [--points 0 1 2]
 
 Record ``uptime`` beside the numbers: on a shared machine wall times are upper bounds.
 """
@@ -90,6 +93,15 @@ def main() -> None:
     p.add_argument("--kernel", default="flat_rbf")
     p.add_argument("--cls", default=None, help="normal class (default: the first)")
     p.add_argument("--point", type=int, default=0, help="index of the paper grid point")
+    p.add_argument(
+        "--points",
+        type=int,
+        nargs="+",
+        default=None,
+        help="instead of repeats: the cells of these grid points one after another (the plan's "
+        "order: the first computes the pre-processed folds, the next take them from the "
+        "process's fold memo), after a warm-up cell of another class; prints CPU s of each",
+    )
     p.add_argument("--time-channel", action="store_true")
     p.add_argument("--scorers", nargs="+", default=["conformance", "mahalanobis"])
     p.add_argument("--folds", type=int, default=4)
@@ -124,6 +136,8 @@ def main() -> None:
         "scorers": args.scorers,
     }
     config = _config(args)
+    if args.points is not None:
+        return sequence(args, data, grid, cell, config)
     n, T, d = np.shape(data.X_train) if data.equal_length else (len(data.X_train), "var", "?")
     print(f"{data.name}: {n} training series, T = {T}, d = {d}; cell {cell}")
     print(f"config: {args.folds} x {args.repeats_cv} CV, share={args.share}, "
@@ -155,6 +169,21 @@ def main() -> None:
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(args.top)
         print(buf.getvalue())
     print(f"load average after: {os.getloadavg()}")
+
+
+def sequence(args, data, grid, cell, config) -> None:
+    """CPU seconds of the cells of ``--points`` of one class, one after another."""
+    points = kernel_grid_points(grid)
+    other = next(c for c in data.classes if c != cell["cls"])
+    warm = dict(config, folds=2, repeats=1)
+    run_cv_cell(dict(cell, cls=other, point=points[args.points[0]]), data, warm)
+    cpu = []
+    for i in args.points:
+        t0 = time.process_time()
+        run_cv_cell(dict(cell, point=points[i]), data, config)
+        cpu.append(time.process_time() - t0)
+    print(f"{data.name} {args.kernel} class {cell['cls']} points {args.points}: CPU s "
+          f"{' '.join(f'{c:.3f}' for c in cpu)}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
 
 
 def estimate(args) -> None:

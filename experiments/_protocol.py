@@ -14,6 +14,9 @@ scorer share it. With ``share="class"`` the pre-processing is fitted once per cl
 whole normal training class, and one Gram of (all training series) x (class series) serves
 every fold by slicing (k x r times fewer kernel evaluations; the z-score statistics then
 include the fold's held-out normal series). The default ``share="fold"`` is the protocol.
+Exact reuse, bit for bit: a process keeps the pre-processed folds of the (data set, class)
+whose cells it is computing (every grid point and kernel of a class uses the same ones), and
+a fold's three kernel calls compute what they share once (:func:`_computed_once`).
 
 A *test cell* is (data set, class, kernel): for each scorer the CV optimum of ROC-AUC + PR-AUC
 (first in grid order on ties) is refitted on the whole normal training class and evaluated
