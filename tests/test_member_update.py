@@ -1,7 +1,7 @@
 """Members and scorers own their update (issue 33, item 1): ``GramScorer.extend`` equals a fit
 on the union Gram (every registered scorer; kNN without the corpus Gram), ``Member.update``
 returns an updated copy, ``MemberSpec.adapt_to_corpus`` replaces the hidden ``name != ""``
-rule (specs saved before it read it from the name), the approximate member is a sibling of
+rule (specs of tskernels 0.1 files read it from the name), the approximate member is a sibling of
 the exact one, and fit and update set the calibration by one rule."""
 
 from __future__ import annotations
@@ -121,27 +121,38 @@ def test_update_of_a_plain_member_equals_a_fit_on_the_union():
     np.testing.assert_allclose(new.novelty(Y), oracle.novelty(Y), rtol=0, atol=1e-10)
 
 
-def test_specs_saved_before_the_field_adapt_when_named():
-    for name, adapt in [("gak+knn", True), ("", False)]:
-        spec = MemberSpec(tk.GAK(), name=name, adapt_to_corpus=not adapt)
-        del spec.__dict__["adapt_to_corpus"]  # as a spec pickled by the earlier version
+def test_a_new_spec_keeps_its_field_through_pickle():
+    for adapt in (True, False):
+        spec = MemberSpec(tk.GAK(), name="x", adapt_to_corpus=adapt)
         assert pickle.loads(pickle.dumps(spec)).adapt_to_corpus is adapt
-    spec = MemberSpec(tk.GAK(), name="x", adapt_to_corpus=False)  # a new spec keeps its field
-    assert pickle.loads(pickle.dumps(spec)).adapt_to_corpus is False
 
 
-def test_a_model_file_without_the_field_loads_with_the_same_scores(tmp_path):
+def test_a_0_1_file_without_the_field_loads_as_0_1_behaved(tmp_path):
+    """A tskernels 0.1 file (format 1, loaded with trust_pickle=True) whose specs and detector
+    predate ``adapt_to_corpus``, ``layout`` and ``verbose``: a named spec adapts, an unnamed
+    one does not (the rule the field replaced), the parameters get their defaults, and the
+    scores are those of the saved detector."""
+    import joblib
+
     rng = np.random.default_rng(6)
     X, Y = rng.normal(size=(12, 10, 2)), rng.normal(size=(4, 10, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        det = KernelNoveltyDetector(kernel=tk.GAK()).fit(X)
-        det.members_[0].spec.__dict__["name"] = "gak+knn"  # a recipe-like member...
-        del det.members_[0].spec.__dict__["adapt_to_corpus"]  # ...saved without the field
-        det.save(tmp_path / "old.knd")
-        loaded = KernelNoveltyDetector.load(tmp_path / "old.knd")
-        assert loaded.members_[0].spec.adapt_to_corpus is True
-        assert np.array_equal(loaded.score_samples(Y), det.score_samples(Y))
+        for name, adapt in [("gak+knn", True), ("", False)]:
+            det = KernelNoveltyDetector(kernel=tk.GAK()).fit(X)
+            expected = det.score_samples(Y)
+            spec = det.members_[0].spec
+            spec.__dict__.update(name=name, adapt_to_corpus=not adapt)
+            del spec.__dict__["adapt_to_corpus"]  # ...saved before the field
+            del det.__dict__["layout"], det.__dict__["verbose"]  # ...and these parameters
+            path = tmp_path / f"old{adapt}.joblib"
+            joblib.dump(
+                {"format": "tskernels-detector", "format_version": 1, "estimator": det}, path
+            )
+            loaded = KernelNoveltyDetector.load(path, trust_pickle=True)
+            assert loaded.members_[0].spec.adapt_to_corpus is adapt
+            assert loaded.layout is None and loaded.verbose is False
+            assert np.array_equal(loaded.score_samples(Y), expected)
 
 
 def test_the_approximate_member_is_a_sibling_without_a_gram():

@@ -485,12 +485,6 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 note += f" (auto chose {chosen.iloc[0]})"
         return f"{text}  # fitted: {note}"
 
-    def __setstate__(self, state):
-        # a detector pickled before a parameter existed gets that parameter's default
-        super().__setstate__(state)
-        for name, default in (("layout", None), ("verbose", False)):
-            self.__dict__.setdefault(name, default)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.missing == "interpolate"  # NaN gaps are filled

@@ -82,8 +82,9 @@ class MemberSpec:
     ``adapt_to_corpus``: the scorer is adapted to the size N of the corpus it is fitted on
     (``limit_to_corpus(N)``: kNN lowers ``n_neighbors`` to N), at fit, in each held-out refit
     and at ``update``; the members of the default recipe and of the selection set it. False:
-    the parameters are used as given (a ``n_neighbors`` above N is an error). A spec saved
-    before this field existed reads it as ``name != ""`` (the rule it replaces)."""
+    the parameters are used as given (a ``n_neighbors`` above N is an error). A spec of a
+    tskernels 0.1 file (loaded with ``trust_pickle=True``) reads it as ``name != ""``, the
+    rule it replaces (:func:`novelty.detector._persistence.load_detector`)."""
 
     kernel: object
     scorer: str | GramScorer = "knn"
@@ -105,12 +106,6 @@ class MemberSpec:
                 f"series kernel around it, e.g. FlattenedKernel({k}(...)) or "
                 f"IntegralKernel({k}(...))"
             )
-
-    def __setstate__(self, state: dict) -> None:
-        # a spec pickled before ``adapt_to_corpus`` existed adapted when it had a name
-        state = dict(state)
-        state.setdefault("adapt_to_corpus", state.get("name", "") != "")
-        self.__dict__.update(state)
 
     @classmethod
     def of_detector(cls, det) -> MemberSpec:

@@ -841,6 +841,8 @@ def read_model(path, expected: type, *, trust_pickle: bool = False, trusted=()):
         meta = header
     elif trust_pickle:
         det, meta = _read_legacy(path, bad)
+        if isinstance(det, expected):
+            _as_0_1_behaved(det)
     elif data[:1] == b"\x80":
         raise ValueError(_LEGACY_REFUSED.format(path=repr(str(path))))
     else:
@@ -956,6 +958,19 @@ def _read_legacy(path: Path, bad: str):
         raise ValueError(f"{bad} (a pickle of format_version {version!r})")
     meta = {k: v for k, v in payload.items() if k != "estimator"}
     return payload.get("estimator"), meta
+
+
+def _as_0_1_behaved(det) -> None:
+    """What a detector of a 0.1 file may lack, set as 0.1 behaved (the one place that adapts
+    0.1's objects): ``layout`` and ``verbose`` (parameters added during 0.1) at their defaults,
+    and each member spec's ``adapt_to_corpus`` by the rule it replaced (adapted when the
+    member has a name)."""
+    for name, default in (("layout", None), ("verbose", False)):
+        det.__dict__.setdefault(name, default)
+    for member in getattr(det, "members_", None) or []:
+        spec = getattr(member, "spec", None)
+        if spec is not None and "adapt_to_corpus" not in vars(spec):
+            spec.__dict__["adapt_to_corpus"] = spec.name != ""  # a frozen dataclass
 
 
 # ------------------------------------------------------------------ the length contract
