@@ -33,9 +33,9 @@ recordings (AR(1) noise, a noisy sine) average to ``contamination`` within a con
 interval computed from their spread across recordings. A process that drifts away from the
 normal data is, correctly, flagged more.
 
-**Streaming.** :meth:`stream` returns a scorer that takes a recording chunk by chunk; it keeps
-the last ``window`` steps and never recomputes a window, and the scores it returns equal
-``score_samples`` of the whole recording.
+**Streaming.** :meth:`stream` returns a scorer that takes a recording chunk by chunk; each member
+keeps the last steps of its own window and never recomputes a window, and the scores it
+returns equal ``score_samples`` of the whole recording.
 
 **Memory.** ``max_memory`` (bytes) bounds the working memory of scoring: windows are scored in
 blocks whose distance matrices fit in it, and the reference is thinned (a larger reference
@@ -544,7 +544,7 @@ class WindowStream:
     """One recording scored chunk by chunk: ``push(chunk)`` returns the scores (higher = more
     normal, as ``score_samples``) of the steps that are now final, ``finish()`` those of the
     last steps. Concatenated, they equal ``score_samples`` of the whole recording. Each
-    window is computed once; the stream holds the last ``window_`` steps."""
+    window is computed once; each member holds the last steps of its own window."""
 
     def __init__(self, det: WindowNoveltyDetector):
         self.det = det
