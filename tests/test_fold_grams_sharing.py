@@ -6,6 +6,8 @@ normalised the same way)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -203,3 +205,33 @@ def test_fold_memo_never_serves_a_changed_data_set(monkeypatch):
         np.array_equal(x, y)
         for x, y in zip((C2, V2), protocol._fold_inputs(data, "a", corpus, va, True, config))
     )
+
+
+def test_randomized_signature_draws_once_per_cell_and_rows_bit_equal(monkeypatch):
+    import experiments._protocol as protocol
+    from experiments._protocol import run_cv_cell
+
+    data, config = _tiny(), _cfg()
+    cell = {"cls": "a", "kernel": "rand_sig_tanh", "levels": None, "time_channel": True,
+            "point": {"features": 10, "variance": 0.1, "seed": 3},
+            "scorers": ["conformance", "mahalanobis"]}  # fmt: skip
+    draws = []
+    original = RandomizedSignatureKernel._draw
+
+    def counted(self, d):
+        draws.append(d)
+        return original(self, d)
+
+    monkeypatch.setattr(RandomizedSignatureKernel, "_draw", counted)
+    monkeypatch.setattr(protocol, "_DRAWS", protocol.OrderedDict())
+    monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+    rows = run_cv_cell(cell, data, config)
+    assert draws == [3]  # 6 folds, 2 batches each: one draw (2 channels + time)
+    # the oracle: every kernel call plain (no memo of draws, features or folds)
+    monkeypatch.setattr(protocol, "_computed_once", lambda kernel: contextlib.nullcontext())
+    monkeypatch.setattr(protocol, "FOLD_MEMO_BYTES", 0)
+    monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+    plain = run_cv_cell(cell, data, config)
+    assert len(draws) == 1 + 24
+    _same_rows(rows, plain)
+    assert all(r["error"] is None for r in rows)
