@@ -35,6 +35,7 @@ test ROC-AUC 0.24 instead of 0.97.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -208,14 +209,16 @@ def _draw_once(kernel):
 
     def draw(d):
         key = (*params, int(d))
-        hit = _DRAWS.get(key)
+        with _LOCK:
+            hit = _DRAWS.get(key)
+            if hit is not None:
+                _DRAWS.move_to_end(key)
         if hit is None:
             hit = compute(d)
-            _DRAWS[key] = hit
-            while len(_DRAWS) > _N_DRAWS:
-                _DRAWS.popitem(last=False)
-        else:
-            _DRAWS.move_to_end(key)
+            with _LOCK:
+                _DRAWS[key] = hit
+                while len(_DRAWS) > _N_DRAWS:
+                    _DRAWS.popitem(last=False)
         return tuple(t.clone() for t in hit)
 
     return draw
@@ -377,6 +380,8 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
 #: Memory for the pre-processed folds kept by :func:`_fold_inputs` (per process).
 FOLD_MEMO_BYTES = 128 * 2**20
 _FOLD_MEMO: dict = {"group": None, "entries": {}, "nbytes": 0}
+#: Guards the process's memos (``_FOLD_MEMO``, ``_DRAWS``) when cells run in threads.
+_LOCK = threading.Lock()
 
 
 def _fold_inputs(data: Dataset, cls: str, corpus, va, tc: bool, config: dict):
@@ -389,8 +394,10 @@ def _fold_inputs(data: Dataset, cls: str, corpus, va, tc: bool, config: dict):
     those it was computed from (so a changed array is never served stale); the arrays are
     those computed afresh, bit for bit."""
     memo = _FOLD_MEMO
-    if memo["group"] is None or memo["group"][0] is not data or memo["group"][1] != cls:
-        memo.update(group=(data, cls), entries={}, nbytes=0)
+    with _LOCK:
+        if memo["group"] is None or memo["group"][0] is not data or memo["group"][1] != cls:
+            memo.update(group=(data, cls), entries={}, nbytes=0)
+        entries = memo["entries"]
     key = (
         bool(tc),
         json.dumps(config["preprocessing"], sort_keys=True),
@@ -398,14 +405,16 @@ def _fold_inputs(data: Dataset, cls: str, corpus, va, tc: bool, config: dict):
         np.asarray(va).tobytes(),
     )
     raw = (take(data.X_train, corpus), take(data.X_train, va))
-    hit = memo["entries"].get(key)
+    hit = entries.get(key)
     if hit is None or not all(_equal(a, b) for a, b in zip(raw, hit[0])):
         pre = _preprocessor(tc, config).fit(raw[0])
         hit = (raw, (pre.transform(raw[0]), pre.transform(raw[1])))
         size = sum(_nbytes(X) for X in (*hit[0], *hit[1]))
-        if key not in memo["entries"] and memo["nbytes"] + size <= FOLD_MEMO_BYTES:
-            memo["entries"][key] = hit
-            memo["nbytes"] += size
+        with _LOCK:  # cells may run in threads (a Dask worker's)
+            if memo["entries"] is entries and key not in entries:
+                if memo["nbytes"] + size <= FOLD_MEMO_BYTES:
+                    entries[key] = hit
+                    memo["nbytes"] += size
     return tuple(_copy(X) for X in hit[1])
 
 
