@@ -73,6 +73,23 @@ def test_groups_of_digests_reads_only_repeated_digests_and_numbers_by_first_occu
     assert groups_of_digests([series_digest(x) for x in X], at) is None
 
 
+@pytest.mark.parametrize("scorer", ["knn", "mahalanobis"])
+def test_a_fit_builds_the_scorer_twice(monkeypatch, scorer):
+    """Once to check its parameters before any Gram, once for the member (was five times:
+    also for the corpus-size check, the held-out template and the update state); the held-out
+    refits are clones of the member's scorer."""
+    built = []
+    make = _members.make_scorer
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return make(*args, **kwargs)
+
+    monkeypatch.setattr(_members, "make_scorer", counting)
+    KernelNoveltyDetector(kernel=tk.FlattenedKernel(tk.RBF(8.0)), scorer=scorer).fit(_walks(25))
+    assert len(built) == 2
+
+
 # ------------------------------------------------------------------ what update keeps
 def test_a_refitting_scorer_keeps_the_gram_itself():
     K = _gram(_walks(6))

@@ -358,13 +358,17 @@ def held_out_scores(
     diag: torch.Tensor,
     groups: np.ndarray | None = None,
     models: list | None = None,
+    scorer: GramScorer | None = None,
 ) -> np.ndarray:
     """Novelty of every corpus series by a scorer fitted without it (see the module doc); with
     duplicate ``groups`` (:func:`duplicate_groups`), without any of its copies either: the
     scorer's own ``held_out_scores`` (refits on the folds of :mod:`novelty.scorers._folds`; kNN's
-    exact leave-one-out). A ``models`` list receives each refit as (training rows, fitted
-    scorer)."""
-    return make_scorer(spec).held_out_scores(
+    exact leave-one-out). ``scorer``: the member's scorer, whose parameters the refits take
+    (default: a new :func:`make_scorer` of ``spec``; the same parameters but for the
+    adaptation to the corpus size, which only kNN makes and its exact leave-one-out does not
+    read). A ``models`` list receives each refit as (training rows, fitted scorer)."""
+    template = make_scorer(spec) if scorer is None else scorer
+    return template.held_out_scores(
         K, diag, groups, models=models, progress=lambda: step(f"{spec.label()}: calibration")
     )
 
@@ -479,7 +483,7 @@ class Member(BaseMember):
             # new series are scored by the refits when the scorer says so (the conformance
             # score when the refits keep fewer components: GramScorer.scores_by_refits)
             models = [] if self.scorer_.keeps_refits else None
-            self.calibration_ = held_out_scores(spec, K, diag, groups, models)
+            self.calibration_ = held_out_scores(spec, K, diag, groups, models, self.scorer_)
             if models and self.scorer_.scores_by_refits(models):
                 self.held_out_models_ = models
         if groups is not None and self.calibration_.size:

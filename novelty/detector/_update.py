@@ -218,7 +218,7 @@ def _plain_scores(spec, scorer, K, diag, groups) -> tuple[np.ndarray, list | Non
     held-out models when the scorer scores new series by them
     (:meth:`~novelty.scorers._gram_scorer.GramScorer.scores_by_refits`), else None."""
     models = [] if scorer.keeps_refits else None
-    cal = held_out_scores(spec, K, diag, groups, models)
+    cal = held_out_scores(spec, K, diag, groups, models, scorer)
     keep = models if models and scorer.scores_by_refits(models) else None
     return _first_units(cal, groups), keep
 
