@@ -272,17 +272,9 @@ def compute_group(group: str, Xc, Xt) -> dict:
         A, B = equal_length(Xc, Xt)
         return kernel_group(_rc_kernel(False, "multirocket"), ["multi_knn5"], A, B)
     if group == "gak":
-        import tskernels as tk
-        from novelty.detector._members import MemberSpec
+        from novelty.detector._auto import _gak_member
 
-        spec = MemberSpec(
-            kernel=tk.GAK(),
-            scorer="knn",
-            preprocess="channel",
-            name="gak+knn",
-            adapt_to_corpus=True,
-        )
-        return {"gak_knn1": member_scores(spec, Xc, Xt)}
+        return {"gak_knn1": member_scores(_gak_member(), Xc, Xt)}
     if group == "euclid":
         return {"euclid_knn1": distance_knn1("euclidean", Xc, Xt)}
     if group == "dtw":
@@ -445,16 +437,9 @@ def proxy_scores(cand: str, Xc, A, rows, memo=None) -> np.ndarray:
             Xc = [np.diff(x, axis=0) for x in Xc]
             A = [np.diff(x, axis=0) for x in A]
         if cand.startswith("gak"):
-            import tskernels as tk
-            from novelty.detector._members import MemberSpec
+            from novelty.detector._auto import _gak_member
 
-            spec = MemberSpec(
-                kernel=tk.GAK(),
-                scorer="knn",
-                preprocess="channel",
-                name="gak",
-                adapt_to_corpus=True,
-            )
+            spec = _gak_member()  # the default recipe's GAK member
         else:
             spec = _specs(_rc_kernel(cand.startswith("rcp")), ["x_knn1"])["x_knn1"]
         key = cand.split("_")[0]
