@@ -140,16 +140,25 @@ class KNNScorer(GramScorer):
         k, aggregate = self._check_neighbors(self.n_corpus_), self.aggregate
         if Kt.shape[0] == 0:
             return dt.clone()
-        diag = self.corpus_diag_
-        c = pow2_scale(Kt, dt, diag)  # 1.0 unless entries beyond 2^500 (sums would overflow)
-        if c != 1.0:
-            Kt, dt, diag = Kt * c, dt * c, diag * c
-        d2 = squared_feature_distances(Kt, dt, diag)
-        if aggregate == "kth":
-            dist = torch.kthvalue(d2, k, dim=1).values.sqrt()
-        else:
-            dist = torch.topk(d2, k, dim=1, largest=False).values.sqrt().mean(dim=1)
-        return dist if c == 1.0 else dist / math.sqrt(c)
+
+        def distance(Kt, dt, diag):
+            d2 = squared_feature_distances(Kt, dt, diag)
+            if aggregate == "kth":
+                return torch.kthvalue(d2, k, dim=1).values.sqrt()
+            return torch.topk(d2, k, dim=1, largest=False).values.sqrt().mean(dim=1)
+
+        return _on_safe_scale(distance, Kt, dt, self.corpus_diag_)
+
+
+def _on_safe_scale(distance, *kernel_values: torch.Tensor) -> torch.Tensor:
+    """``distance(*kernel_values)``, a feature-space distance (the square root of a sum of
+    kernel values), computed on the values times c = :func:`pow2_scale` (1.0 unless entries
+    beyond 2^500, whose sums would overflow) and divided by sqrt(c): exact, c being an even
+    power of two."""
+    c = pow2_scale(*kernel_values)
+    if c == 1.0:
+        return distance(*kernel_values)
+    return distance(*(v * c for v in kernel_values)) / math.sqrt(c)
 
 
 def squared_feature_distances(
@@ -261,13 +270,12 @@ class MeanEmbeddingScorer(GramScorer):
     def _score(self, Kt: torch.Tensor, dt: torch.Tensor) -> torch.Tensor:
         if Kt.shape[0] == 0:
             return dt.clone()
-        mu = self.mean_norm_sq_
-        c = pow2_scale(Kt, dt, mu)  # 1.0 unless entries beyond 2^500 (sums would overflow)
-        if c != 1.0:
-            Kt, dt, mu = Kt * c, dt * c, mu * c
-        d2 = dt - 2.0 * Kt.mean(dim=1) + mu
-        dist = _sqrt_of_squared_distance(d2, scale=float(dt.abs().max()) + 1.0)
-        return dist if c == 1.0 else dist / math.sqrt(c)
+
+        def distance(Kt, dt, mu):
+            d2 = dt - 2.0 * Kt.mean(dim=1) + mu
+            return _sqrt_of_squared_distance(d2, scale=float(dt.abs().max()) + 1.0)
+
+        return _on_safe_scale(distance, Kt, dt, self.mean_norm_sq_)
 
 
 class OCSVMScorer(GramScorer):
