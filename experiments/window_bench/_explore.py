@@ -72,10 +72,11 @@ def cache(members: list[str], aggs: list[str], out: Path = OUT, log=print) -> No
 
 
 def _robust_z(cell) -> np.ndarray:
-    q1, med, q3 = np.percentile(cell["cal"], [25, 50, 75])
-    iqr = q3 - q1
-    if not iqr > 0:
-        iqr = float(np.std(cell["cal"])) or 1.0
+    """A cached cell's novelty on its calibration's robust scale, as the window detector
+    puts its members on one scale."""
+    from novelty.windows._detector import _robust_scale
+
+    med, iqr = _robust_scale(cell["cal"])
     return (cell["nov"] - med) / iqr
 
 
