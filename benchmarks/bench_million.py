@@ -19,7 +19,9 @@ The test set is the ``--n-test`` series after the largest N of the file (default
 the N-th series), read into memory.
 
 **Measurement** (each N in its own subprocess, so peak RSS is its own): wall time and CPU
-seconds (user + system, all threads) of fit and of score, peak RSS (``resource.getrusage``),
+seconds (user + system, all threads) of fit and of score, peak RSS (VmHWM of the subprocess;
+the 10^6 row of 2026-11-27 used ``ru_maxrss``, which on Linux also counts the parent's peak
+before the fork, 2.4 GB from writing the file: an upper bound),
 the load average (``os.getloadavg``) at start and end. Other sessions share the 2 cores, so
 wall time depends on the load; CPU seconds less so (``cpu_s / 2`` is the wall time two idle
 cores would need if both were busy throughout: an estimate, labelled so). Scoring costs
@@ -78,6 +80,16 @@ def make_memmap(path: Path, n: int, seed: int, *, T: int = 100, d: int = 6) -> P
 
 
 def _peak_rss_gib() -> float:
+    """Peak resident memory of this process: VmHWM of /proc/self/status, the high-water mark
+    of this program's own memory (``ru_maxrss`` instead where there is no /proc: on Linux it
+    also keeps the parent's peak from before the fork, a floor that hides smaller peaks)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**20  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
@@ -188,7 +200,7 @@ def _dask_fit(det, corpus, sigma: float, n_components: int) -> dict:
         with mapping_blocks(dask_mapper(client)):
             d2.fit(corpus)
         c1, t1 = _cpu_s(), time.perf_counter()
-        workers = client.run(lambda: __import__("resource").getrusage(0).ru_maxrss / 2**20)
+        workers = client.run(_peak_rss_gib)
         cpu = client.run(_worker_cpu_s)
     return {
         "dask_cluster_start_s": start_s,
@@ -231,8 +243,9 @@ def report(rows: list[dict]) -> str:
         cells = [f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols]
         out.append("| " + " | ".join(cells) + " |")
     streamed = [r for r in rows if r.get("path") == "StreamedMember"]
-    for key in ("fit_s", "fit_cpu_s"):
-        fit = linear_fit(streamed, key)
+    for key in ("fit_s", "fit_cpu_s", "score_cpu_s", "cpu_s"):
+        same_test = [r for r in streamed if r["n_test"] == streamed[-1]["n_test"]]
+        fit = linear_fit(streamed if key.startswith("fit") else same_test, key)
         if fit:
             out.append(
                 f"\nLine {key} ~ N (streamed rows): slope {fit['slope_s_per_series'] * 1e3:.3f} "
