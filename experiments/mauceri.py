@@ -59,6 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from .detector_bench.inputs import fill_missing, lengths, to_length
+from .detector_bench.problems import natural_key, take
 from .peers import RocketRecipe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,17 +110,6 @@ class ClassProblem:
     is_normal: np.ndarray
 
 
-def _natural(label: str):
-    try:
-        return (0, float(label), label)
-    except ValueError:
-        return (1, 0.0, label)
-
-
-def _take(X, idx):
-    return X[idx] if isinstance(X, np.ndarray) else [X[i] for i in idx]
-
-
 def class_problems(X_train, y_train, X_test, y_test, dataset: str) -> list[ClassProblem]:
     """Their protocol's problems, one per class of the TRAIN split (natural label order)."""
     ytr = np.asarray(y_train).astype(str)
@@ -127,9 +117,9 @@ def class_problems(X_train, y_train, X_test, y_test, dataset: str) -> list[Class
     if len(ytr) != len(X_train) or len(yte) != len(X_test):
         raise MauceriError(f"{dataset}: series and labels differ in number")
     out = []
-    for c in sorted(set(ytr.tolist()), key=_natural):
+    for c in sorted(set(ytr.tolist()), key=natural_key):
         out.append(
-            ClassProblem(dataset, c, _take(X_train, np.flatnonzero(ytr == c)), X_test, yte == c)
+            ClassProblem(dataset, c, take(X_train, np.flatnonzero(ytr == c)), X_test, yte == c)
         )
     return out
 

@@ -102,6 +102,18 @@ def _has_exact_features(kernel) -> bool:
     )
 
 
+def calibration_rows(n: int, groups: np.ndarray | None, rng) -> np.ndarray:
+    """The calibration set H of an approximation (module docstring): sorted rows of
+    ``min(CALIBRATION_MAX, m // 2)`` of the m distinct series, drawn uniformly by ``rng``
+    (one row per drawn series, its first occurrence; m = ``n`` without duplicate
+    ``groups``)."""
+    if groups is None:
+        return np.sort(rng.choice(n, size=min(CALIBRATION_MAX, n // 2), replace=False))
+    firsts = first_occurrences(groups)
+    size = min(CALIBRATION_MAX, len(firsts) // 2)
+    return firsts[np.sort(rng.choice(len(firsts), size=size, replace=False))]
+
+
 class ApproximateMember(BaseMember):
     """A member on Nyström or random features (module docstring); ``novelty(X)`` and
     ``calibration_`` as :class:`Member` (its sibling: no Gram against the corpus), plus
@@ -122,15 +134,11 @@ class ApproximateMember(BaseMember):
         rng = np.random.default_rng(self.seed)
         groups = duplicate_groups(X)  # exact copies: held out together
         self.duplicate_groups_ = groups
+        H = calibration_rows(N, groups, rng)
         if groups is None:
-            H = np.sort(rng.choice(N, size=min(CALIBRATION_MAX, N // 2), replace=False))
             rest = np.setdiff1d(np.arange(N), H)
-        else:  # H: one row per held-out distinct series; its copies are not fitted on
-            firsts = first_occurrences(groups)
-            size = min(CALIBRATION_MAX, len(firsts) // 2)
-            Hg = np.sort(rng.choice(len(firsts), size=size, replace=False))
-            H = firsts[Hg]
-            rest = np.flatnonzero(~np.isin(groups, Hg))
+        else:  # the copies of a held-out series are not fitted on either
+            rest = np.flatnonzero(~np.isin(groups, groups[H]))
         kernel = clone(spec.kernel)
         Zk = Z  # the checked SeriesBatch (pre-processed when the spec says so)
         if hasattr(kernel, "fit"):

@@ -79,9 +79,6 @@ BLOCK_BYTES = 128 * 2**20
 NN_BLOCK_BYTES = 64 * 2**20
 #: Test series mapped and scored at a time.
 SCORE_BATCH = 8192
-#: At most this many corpus series are held out for the calibration scores (as the
-#: approximate member's ``CALIBRATION_MAX``).
-CALIBRATION_MAX = 1000
 
 _MAPPER: contextvars.ContextVar = contextvars.ContextVar("novelty_block_mapper", default=None)
 
@@ -244,7 +241,6 @@ def streamed_fit(det, X, y) -> bool:
     D = int(det.n_components)
     rows = max(1, min(N, BLOCK_BYTES // (8 * (3 * T * d + 3 * D))))
     blocks = [(i, min(N, i + rows)) for i in range(0, N, rows)]
-    n_cal = min(CALIBRATION_MAX, N // 2)
     plan(2 * len(blocks) + 1)  # two passes, then the calibration
 
     # pass 1: check, hash, statistics of the pre-processing

@@ -47,7 +47,7 @@ from sklearn.base import BaseEstimator
 from .._constraints import ALPHA, RANK, StrOptions, validate_arguments, validate_params
 from ._baselines import KNNScorer
 from ._folds import LOO_MAX, fold_units
-from ._spectral_support import DIAG_TOL, SpectralSupport, _iterations, spectral_filter
+from ._spectral_support import DIAG_TOL, SpectralSupport, filter_iterations, spectral_filter
 from ._variance_norm import MahalanobisScorer, VarianceNorm, _eigh_descending, kept_rank
 
 __all__ = [
@@ -368,14 +368,7 @@ class FeatureSpectralSupport(FeatureScorer):
         """Eigendecompose Phi^T Phi / n and store the filtered spectrum."""
         validate_params(self)
         lam = float(self.lam)
-        iterations = None
-        if self.filter in ("landweber", "nu"):
-            iterations = _iterations(self.filter, lam, self.iterations)
-        elif self.iterations is not None:
-            raise ValueError(
-                f"`iterations` applies to the 'landweber' and 'nu' filters only, but "
-                f"filter={self.filter!r} was given iterations={self.iterations!r}"
-            )
+        iterations = filter_iterations(self.filter, lam, self.iterations)
         Phi = _as_features(Phi, "Phi", min_rows=2)
         if diag is not None:
             _check_unit(_as_diag(diag, Phi.shape[0], "diag"), "diag")

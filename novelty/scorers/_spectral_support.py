@@ -91,6 +91,19 @@ def spectral_filter(
     raise ValueError(f"`filter` must be one of {FILTERS}, got {filter!r}")
 
 
+def filter_iterations(filter: str, lam: float, iterations: int | None) -> int | None:
+    """The iterations of the ``"landweber"`` and ``"nu"`` filters (:func:`_iterations`),
+    None for the others; ValueError when ``iterations`` is given to another filter."""
+    if filter in ("landweber", "nu"):
+        return _iterations(filter, lam, iterations)
+    if iterations is not None:
+        raise ValueError(
+            f"`iterations` applies to the 'landweber' and 'nu' filters only, but "
+            f"filter={filter!r} was given iterations={iterations!r}"
+        )
+    return None
+
+
 def _iterations(filter: str, lam: float, iterations: int | None) -> int:
     if iterations is not None:
         return int(iterations)  # checked: the class's constraint or spectral_filter's
@@ -149,14 +162,7 @@ class SpectralSupport(GramScorer):
     def _fit(self, K: torch.Tensor) -> None:
         """Eigendecompose K_n / n and store the filtered spectrum."""
         lam = float(self.lam)
-        n_iterations = None
-        if self.filter in ("landweber", "nu"):
-            n_iterations = _iterations(self.filter, lam, self.iterations)
-        elif self.iterations is not None:
-            raise ValueError(
-                f"`iterations` applies to the 'landweber' and 'nu' filters only, but "
-                f"filter={self.filter!r} was given iterations={self.iterations!r}"
-            )
+        n_iterations = filter_iterations(self.filter, lam, self.iterations)
         _check_unit(torch.diagonal(K), "K_corpus")
         n = K.shape[0]
         sigma, U = torch.linalg.eigh(K / n)
