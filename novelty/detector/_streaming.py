@@ -288,17 +288,9 @@ def streamed_fit(det, X, y) -> bool:
         step("fit: features")
 
     # calibration set H and the scorer, as the approximate member's
-    rng = np.random.default_rng(det.random_state)
-    if groups is None:
-        H = np.sort(rng.choice(N, size=n_cal, replace=False))
-    else:
-        from ._members import first_occurrences
+    from ._approx_member import calibration_rows, make_feature_scorer
 
-        firsts = first_occurrences(groups)
-        size = min(CALIBRATION_MAX, len(firsts) // 2)
-        Hg = np.sort(rng.choice(len(firsts), size=size, replace=False))
-        H = firsts[Hg]
-    from ._approx_member import make_feature_scorer
+    H = calibration_rows(N, groups, np.random.default_rng(det.random_state))
 
     base = make_feature_scorer(spec, spec.corpus_size(N))
     scorer = StoredFeatureKNN(**base.get_params()).fit_stored(Phi, res, sq)
