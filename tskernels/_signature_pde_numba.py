@@ -73,17 +73,23 @@ def _squared_norms(xs, out):
                 out[a, p] += xs[a, k, p] * xs[a, k, p]
 
 
+@njit(cache=True, inline="always")
+def _schedule(npairs, L2, lam1, lam2, n_threads, amplitude):
+    """(M2, factor, nsub, nchunks, nthreads) of a pair sweep: the fine grid's columns
+    ``L2 << lam2``, the increments' factor ``amplitude / 2^(lam1 + lam2)``, the sub-rows per
+    row ``2^lam1``, the chunks of ``_P`` pairs and the threads that take them round-robin."""
+    nchunks = (npairs + _P - 1) // _P
+    factor = amplitude / float(1 << (lam1 + lam2))
+    return L2 << lam2, factor, 1 << lam1, nchunks, max(1, min(n_threads, nchunks))
+
+
 @njit(cache=True, fastmath=_FM, parallel=True)
 def pde_linear_pairs(dX, dY, ii, jj, lam1, lam2, out, n_threads):
     """Linear lift: increments ``dX`` (nX, L1, d), ``dY`` (nY, L2, d) already scaled."""
     npairs = ii.shape[0]
     L1, d = dX.shape[1], dX.shape[2]
     L2 = dY.shape[1]
-    M2 = L2 << lam2
-    factor = 1.0 / float(1 << (lam1 + lam2))
-    nsub = 1 << lam1
-    nchunks = (npairs + _P - 1) // _P
-    nthreads = max(1, min(n_threads, nchunks))
+    M2, factor, nsub, nchunks, nthreads = _schedule(npairs, L2, lam1, lam2, n_threads, 1.0)
     for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
         xs = np.empty((L1, d, _P))
         ys = np.empty((L2, d, _P))
@@ -124,11 +130,7 @@ def pde_rbf_pairs(X, Y, ii, jj, lam1, lam2, gamma, out, n_threads, amplitude=1.0
     T1, d = X.shape[1], X.shape[2]
     T2 = Y.shape[1]
     L2 = T2 - 1
-    M2 = L2 << lam2
-    factor = amplitude / float(1 << (lam1 + lam2))
-    nsub = 1 << lam1
-    nchunks = (npairs + _P - 1) // _P
-    nthreads = max(1, min(n_threads, nchunks))
+    M2, factor, nsub, nchunks, nthreads = _schedule(npairs, L2, lam1, lam2, n_threads, amplitude)
     for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
         xs = np.empty((T1, d, _P))
         ys = np.empty((T2, d, _P))
@@ -184,11 +186,7 @@ def pde_increments_pairs(G, ii, jj, lam1, lam2, out, n_threads):
     """Any lift: precomputed increment inner products ``G`` (nX, nY, L1, L2)."""
     npairs = ii.shape[0]
     L1, L2 = G.shape[2], G.shape[3]
-    M2 = L2 << lam2
-    factor = 1.0 / float(1 << (lam1 + lam2))
-    nsub = 1 << lam1
-    nchunks = (npairs + _P - 1) // _P
-    nthreads = max(1, min(n_threads, nchunks))
+    M2, factor, nsub, nchunks, nthreads = _schedule(npairs, L2, lam1, lam2, n_threads, 1.0)
     for th in prange(nthreads):  # workspaces allocated once per thread, chunks round-robin
         K = np.empty((2, M2 + 1, _P))
         A = np.empty((max(L2, 1), _P))
