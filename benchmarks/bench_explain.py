@@ -74,13 +74,9 @@ def inject(x, kind, j, a, b, sigma, other, rng):
     elif kind == "flat_line":
         y[a:b, j] = x[a, j]
     elif kind == "swap":
-        z = other
-        if len(z) != len(x):
-            grid = np.linspace(0, 1, len(x))
-            z = np.stack(
-                [np.interp(grid, np.linspace(0, 1, len(z)), z[:, c]) for c in range(z.shape[1])],
-                axis=1,
-            )
+        from novelty._missing import resample_linear
+
+        z = other if len(other) == len(x) else resample_linear(other, len(x))
         y[a:b, j] = z[a:b, j]
     else:
         raise ValueError(kind)
