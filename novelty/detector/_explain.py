@@ -69,7 +69,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._constraints import Interval, StrOptions, validate_arguments
-from .._missing import resample_linear
+from .._missing import resample_collection
 
 __all__ = ["Explanation", "explain", "plot_explanation", "occlusion_windows"]
 
@@ -371,7 +371,7 @@ class _References:
     def at(self, T: int) -> np.ndarray:
         """The corpus resampled to length T, (N, T, d) (cached per length)."""
         if T not in self._at:
-            self._at[T] = np.stack([resample_linear(c, T) for c in self.C])
+            self._at[T] = resample_collection(self.C, T)  # C is a list: a new array
         return self._at[T]
 
     def channel_values(self, reference: str, x: np.ndarray) -> np.ndarray:
