@@ -604,15 +604,7 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
         arrays = self._series_arrays(X, reset=False)  # checked once, as numpy
         Xs = SeriesBatch.from_checked(arrays)  # the one crossing in (shared memory)
-        d = _channels(Xs)
-        if d != self.n_channels_:
-            from .._layouts import single_series_hint
-
-            hint = single_series_hint(X, self.n_channels_)
-            raise ValueError(
-                f"channel mismatch: the detector was fitted on series with d={self.n_channels_} "
-                f"channels, got d={d}" + (f"; {hint}" if hint else "")
-            )
+        self._check_channels(X, _channels(Xs))
         _warn_in_sample(self, arrays)  # hashes the numpy series (no crossing back)
         _warn_uncalibrated_lengths(self, arrays)
         from ._progress import plan, progress, step
@@ -626,6 +618,19 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
                 scores.append(m.novelty_tensor(Xs).to(device="cpu", dtype=torch.float64))
                 step(m.spec.label())
         return self._combine(list(torch.stack(scores).numpy()))  # one crossing out
+
+    def _check_channels(self, X, d: int) -> None:
+        """The one channel check of series given to the fitted detector: ``d``, the channels
+        read from ``X``, must be ``n_channels_`` (ValueError naming both, with a hint when
+        ``X`` looks like one series given as a collection)."""
+        if d != self.n_channels_:
+            from .._layouts import single_series_hint
+
+            hint = single_series_hint(X, self.n_channels_)
+            raise ValueError(
+                f"channel mismatch: the detector was fitted on series with d={self.n_channels_} "
+                f"channels, got d={d}" + (f"; {hint}" if hint else "")
+            )
 
     def _normal_rows(self, Xs, y):
         if y is None:

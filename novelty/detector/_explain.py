@@ -465,15 +465,7 @@ def _novelty_of(detector, copies: list[np.ndarray]) -> np.ndarray:
 def _checked(detector, X):
     """X read as the detector reads it, with its channel check."""
     Xs = detector._series(X, reset=False)
-    d = Xs.d
-    if d != detector.n_channels_:
-        from .._layouts import single_series_hint
-
-        hint = single_series_hint(X, detector.n_channels_)
-        raise ValueError(
-            f"channel mismatch: the detector was fitted on series with d={detector.n_channels_} "
-            f"channels, got d={d}" + (f"; {hint}" if hint else "")
-        )
+    detector._check_channels(X, Xs.d)
     return Xs
 
 

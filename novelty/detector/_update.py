@@ -141,12 +141,7 @@ def update_detector(det, X_new, refit: bool = False):
     if empty:
         raise ValueError("`X_new` is empty: update needs at least one new normal series")
     Xs = det._series(X_new, reset=False)
-    d = Xs.d
-    if d != det.n_channels_:
-        raise ValueError(
-            f"channel mismatch: the detector was fitted on series with d={det.n_channels_} "
-            f"channels, X_new has d={d}"
-        )
+    det._check_channels(X_new, Xs.d)
     state = getattr(det.members_[0], "update_state_", None)
     if refit:
         if state is None:
