@@ -27,3 +27,13 @@ def test_baseline_is_the_first_kernel_even_with_equal_labels():
     baseline = table.loc[table.candidate == "baseline"]
     assert len(baseline) == 1 and baseline.score.iloc[0] == first
     assert baseline.vs_baseline.iloc[0] == 0.0
+
+
+def test_top_averages_two_kernels_of_one_class():
+    # "top" averages the best scorer of each of the two best kernels: two kernels of one
+    # class are two kernels (a match by class name found one kernel and left "top" out)
+    X = _walks(10, 3)
+    wide, narrow = tk.FlattenedKernel(tk.RBF(3.0)), tk.FlattenedKernel(tk.RBF(0.3))
+    _, table = select_members(X, kernels=[wide, narrow], max_time=600)
+    top = table.loc[table.candidate == "top"]
+    assert len(top) == 1 and len(top.scorer.iloc[0].split(" + ")) == 2

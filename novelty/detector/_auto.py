@@ -222,7 +222,8 @@ def select_members(
         return _no_selection(named[0], why)
     if not cands:
         raise ValueError("no candidate kernel/scorer could be evaluated on the corpus")
-    return _choose(rows, cands, keys.get((0, 0)), top, n_boot, random_state)
+    kernel_of = {row: position for (position, _), row in keys.items()}
+    return _choose(rows, cands, kernel_of, keys.get((0, 0)), top, n_boot, random_state)
 
 
 # ------------------------------------------------------------- step 1: fold planning
@@ -375,19 +376,28 @@ def _kernel_scores(Xs, candidate: tuple, folds: list, kinds: list, stop):
 
 
 # ------------------------------------------------------------------ step 3: decision
-def _choose(rows: list, cands: dict, baseline: int | None, top: int, n_boot: int, seed: int):
+def _choose(
+    rows: list,
+    cands: dict,
+    kernel_of: dict,
+    baseline: int | None,
+    top: int,
+    n_boot: int,
+    seed: int,
+):
     """(the chosen specs, the selection table): the candidates are every evaluated (kernel,
     scorer), the ``top`` best kernels each with its best scorer averaged ("top") and the
     baseline (the row of the first kernel's 1-NN, None when it was not evaluated: then the
-    highest proxy wins); :func:`_decide` picks one."""
+    highest proxy wins); :func:`_decide` picks one. ``kernel_of``: candidate row -> the
+    kernel's position in the given kernels (two kernels of one class are two kernels)."""
     import pandas as pd
 
     # the best scorer of each kernel, then the `top` best kernels (diverse members)
     ranked = sorted(cands, key=lambda i: -rows[i]["score"])
     best_of_kernel, kernels_seen = [], set()
     for idx in ranked:
-        if rows[idx]["kernel"] not in kernels_seen:
-            kernels_seen.add(rows[idx]["kernel"])
+        if kernel_of[idx] not in kernels_seen:
+            kernels_seen.add(kernel_of[idx])
             best_of_kernel.append(idx)
     options = {f"row{i}": [i] for i in cands}  # name -> candidate rows
     if len(best_of_kernel) >= 2 and top > 1:
