@@ -198,6 +198,9 @@ def _computed_once(kernel):
 #: The last randomized-signature draws, (kernel class, parameters, device, dtype, d) -> draws.
 _DRAWS: OrderedDict = OrderedDict()
 _N_DRAWS = 4
+#: The most bytes those draws keep (a draw holds d M^2 + d M + M numbers: 200 features on 26
+#: channels 8 MB, on 963 channels 308 MB); a larger draw is used, not kept.
+DRAWS_BYTES = 64 * 2**20
 
 
 def _draw_once(kernel):
@@ -216,12 +219,21 @@ def _draw_once(kernel):
         if hit is None:
             hit = compute(d)
             with _LOCK:
-                _DRAWS[key] = hit
-                while len(_DRAWS) > _N_DRAWS:
+                if _nbytes_of(hit) <= DRAWS_BYTES:
+                    _DRAWS[key] = hit
+                while len(_DRAWS) > _N_DRAWS or _draws_nbytes() > DRAWS_BYTES:
                     _DRAWS.popitem(last=False)
         return tuple(t.clone() for t in hit)
 
     return draw
+
+
+def _nbytes_of(draw) -> int:
+    return sum(t.element_size() * t.nelement() for t in draw)
+
+
+def _draws_nbytes() -> int:
+    return sum(_nbytes_of(draw) for draw in _DRAWS.values())
 
 
 def _once(compute):

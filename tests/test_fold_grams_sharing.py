@@ -235,3 +235,22 @@ def test_randomized_signature_draws_once_per_cell_and_rows_bit_equal(monkeypatch
     assert len(draws) == 1 + 24
     _same_rows(rows, plain)
     assert all(r["error"] is None for r in rows)
+
+
+def test_randomized_signature_draws_kept_within_their_byte_budget(monkeypatch):
+    import experiments._protocol as protocol
+
+    C, O = _walks(6), _walks(4, seed=1)
+    monkeypatch.setattr(protocol, "_DRAWS", protocol.OrderedDict())
+    # a draw of 10 features on 3 channels: 3 * 100 + 3 * 10 + 10 float64 = 2,720 bytes
+    monkeypatch.setattr(protocol, "DRAWS_BYTES", 2 * 2720)
+    for seed in range(3):
+        fold_grams(RandomizedSignatureKernel(n_features=10, seed=seed), C, O)
+    assert list(key[-1] for key in protocol._DRAWS) == [3, 3]  # the last two, 5,440 bytes
+    assert protocol._draws_nbytes() == 2 * 2720
+    monkeypatch.setattr(protocol, "DRAWS_BYTES", 2719)  # one draw is too large: used, not kept
+    monkeypatch.setattr(protocol, "_DRAWS", protocol.OrderedDict())
+    K = fold_grams(RandomizedSignatureKernel(n_features=10, seed=0), C, O)
+    assert not protocol._DRAWS
+    for a, b in zip(K, _plain(RandomizedSignatureKernel(n_features=10, seed=0), C, O)):
+        assert torch.equal(a, b)
