@@ -47,7 +47,9 @@ def test_fit_score_info_one_row_per_step(tmp_path, capsys):
     np.testing.assert_allclose(df["novelty"], -det.score_samples(new[["a", "b"]]), rtol=1e-6)
     assert WindowNoveltyDetector.load(model).window_ == 30
     assert main(["info", "--model", str(model)]) == 0
-    assert "window model: 2 channel(s) (a, b), window 30" in capsys.readouterr().out
+    info = capsys.readouterr().out
+    assert "window model: 2 channel(s) (a, b), window 30" in info
+    assert "(members: windows 30, 60, 30; strides 3, 7, 3)" in info  # the multiscale default
 
 
 def test_errors_are_one_line_with_status_2(tmp_path, capsys):

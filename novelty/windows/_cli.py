@@ -154,9 +154,16 @@ def _info(args) -> int:
     from ._persist import load_window_model
 
     det, extra = load_window_model(args.model, WindowNoveltyDetector)
+    windows, strides = det._member_windows(), det._member_strides()
+    members = ""
+    if len(windows) > 1:  # e.g. "multiscale": each member's own window and stride
+        members = (
+            f" (members: windows {', '.join(map(str, windows))}; strides "
+            f"{', '.join(map(str, strides))})"
+        )
     print(
         f"window model: {det.n_channels_} channel(s) ({', '.join(det.channel_names_)}), "
-        f"window {det.window_}, stride {det.stride_}, detector {det.detector_}, aggregate "
+        f"window {det.window_}, stride {det.stride_}{members}, detector {det.detector_}, aggregate "
         f"{det.aggregate_}, {det.n_normal_steps_} normal steps, {len(det.reference_)} reference "
         f"windows, {det.calibration_scores_.size} calibration steps, contamination "
         f"{det.contamination}, grid {extra.get('grid')}"
