@@ -96,8 +96,10 @@ def test_multiscale_averages_the_robust_z_of_members_at_one_and_two_windows():
     # the long member is capped by the data: a quarter of the normal steps
     short = WindowNoveltyDetector(window=100, detector="multiscale").fit(normal[:500])
     assert short.member_windows_ == [100, 125, 100]
-    with pytest.raises(ValueError, match="fewer than the window"):
+    with pytest.raises(ValueError, match=r"fewer than the window \(125: the longest member's; "):
         short.score_samples(x[:110])
+    with pytest.raises(ValueError, match=r"two windows of 125: the longest member's; window_ is"):
+        short.update(x[:200])
 
 
 @pytest.mark.parametrize("detector", ["knn+znorm", "multiscale"])

@@ -266,6 +266,14 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         """The longest member window (the data a recording and a held-out block need)."""
         return int(max(self._member_windows()))
 
+    def _window_words(self) -> str:
+        """The window a recording needs, in an error message: ``window_``, or the longest
+        member window when a member's is longer (e.g. "100: the longest member's; window_ is
+        50")."""
+        if self.max_window_ == self.window_:
+            return str(self.window_)
+        return f"{self.max_window_}: the longest member's; window_ is {self.window_}"
+
     def _member_windows(self) -> list:
         ws = getattr(self, "member_windows_", None)
         return list(ws) if ws is not None else [self.window_] * len(MEMBERS[self.detector_])
@@ -417,7 +425,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             )
         if len(x) < self.max_window_:
             raise ValueError(
-                f"the recording has {len(x)} steps, fewer than the window ({self.max_window_})"
+                f"the recording has {len(x)} steps, fewer than the window ({self._window_words()})"
             )
         return (x - self.mean_) / self.scale_
 
@@ -504,7 +512,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
                                  f"got d={r.shape[1]}")  # fmt: skip
             if len(r) < 2 * self.max_window_:
                 raise ValueError(f"update needs recordings of at least {2 * self.max_window_} "
-                                 f"steps (two windows), got {len(r)}")  # fmt: skip
+                                 f"steps (two windows of {self._window_words()}), "
+                                 f"got {len(r)}")  # fmt: skip
             z.append((r - self.mean_) / self.scale_)
         cal = [self.calibration_scores_]
         for r in z:
