@@ -258,7 +258,9 @@ def streamed_fit(det, X, y) -> bool:
             P = _pool(SeriesBatch.from_checked(A), window).numpy()
             moments.add(P.reshape(-1, d) if mode == "channel" else P)
         step("fit: checking the corpus")
-    groups = _duplicate_groups(digests, reader)
+    # a digest seen before is confirmed by the values it was computed from (the checked row:
+    # NaN gaps filled as ``missing`` says), as the in-memory fit compares checked series
+    groups = _duplicate_groups(digests, lambda i: _checked(reader(i, i + 1), det.missing, T, d)[0])
     pre = None if mode is None else _preprocessor(mode, window, moments, d)
 
     # the kernel's parameters checked (its fit learns nothing), the random features drawn
@@ -276,6 +278,11 @@ def streamed_fit(det, X, y) -> bool:
     sq = torch.empty(N, dtype=torch.float64)
     args = [(reader, i, j, det.missing, T, d, pre, fmap) for i, j in blocks]
     mapper = _MAPPER.get()
+    if mapper is not None and reader.path is None:
+        raise ValueError(
+            "mapping_blocks needs a C-contiguous memory map of a file (its blocks are read by "
+            "the workers), got a view that is not; pass np.load(path, mmap_mode='r')[a:b]"
+        )
     results = (
         ((p, _feature_block(*a)) for p, a in enumerate(args)) if mapper is None else
         mapper(_feature_block, args)
@@ -321,12 +328,13 @@ def streamed_fit(det, X, y) -> bool:
     return True
 
 
-def _duplicate_groups(digests: list[bytes], reader) -> np.ndarray | None:
+def _duplicate_groups(digests: list[bytes], series_at) -> np.ndarray | None:
     """:func:`~._members.duplicate_groups` from the series' digests: equal digests are
-    confirmed equal by their values (read again) before they share a group."""
+    confirmed equal by their values (``series_at(i)``, the checked series i, read again)
+    before they share a group."""
     from ._members import groups_of_digests
 
-    return groups_of_digests(digests, lambda i: reader(i, i + 1)[0])
+    return groups_of_digests(digests, series_at)
 
 
 # ---------------------------------------------------------------------- the member
