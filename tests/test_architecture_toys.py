@@ -147,6 +147,42 @@ def test_toy_member_kind_in_the_detector_equals_brute_force():
         det.update(_walks(6, 2))
 
 
+def test_member_kind_table_is_what_the_detector_builds_and_model_files_may_name():
+    from novelty.detector import _member_kinds, _persistence
+
+    for kind, (module, name) in _member_kinds.MEMBER_KINDS.items():
+        assert issubclass(_member_kinds.member_class(kind), BaseMember)
+        assert (module, name) in _persistence.SAFE_GLOBALS
+    with pytest.raises(ValueError, match="unknown member kind 'nope': the kinds are 'gram'"):
+        _member_kinds.member_class("nope")
+
+
+def test_a_built_in_member_kind_is_one_module_and_one_table_line(monkeypatch, tmp_path):
+    """The two files of a built-in kind: its module (here MeanShiftMember of this file) and its
+    line in MEMBER_KINDS; the detector then builds it from a spec's ``kind`` and a model file
+    holding it loads without trust_pickle (SAFE_GLOBALS is built from the table at import:
+    rebuilt here as the import would)."""
+    from novelty.detector import _auto, _member_kinds, _persistence
+    from novelty.detector._members import MemberSpec
+
+    kinds = {**_member_kinds.MEMBER_KINDS, "mean_shift": (__name__, "MeanShiftMember")}
+    monkeypatch.setattr(_member_kinds, "MEMBER_KINDS", kinds)
+    monkeypatch.setattr(
+        _persistence, "SAFE_GLOBALS", _persistence.SAFE_GLOBALS | _member_kinds.member_globals()
+    )
+    spec = MemberSpec(kernel=tk.FlattenedKernel(tk.Linear()), preprocess=False, kind="mean_shift")
+    monkeypatch.setattr(_auto, "default_members", lambda Xs: [spec])
+    X, Y = _walks(4, 30), _walks(5, 6) + 3.0
+    det = KernelNoveltyDetector().fit(X)
+    assert type(det.members_[0]) is MeanShiftMember
+    mx = X.mean(axis=1)
+    novelty = ((Y.mean(axis=1) - mx.mean(axis=0)) ** 2).sum(axis=1)
+    np.testing.assert_allclose(-det.score_samples(Y), novelty, rtol=1e-12)
+    det.save(tmp_path / "m.knd")
+    loaded = KernelNoveltyDetector.load(tmp_path / "m.knd")  # no trust_pickle needed
+    np.testing.assert_array_equal(loaded.score_samples(Y), det.score_samples(Y))
+
+
 # ------------------------------------------------------- the page itself runs as written
 DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 

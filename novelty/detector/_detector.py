@@ -514,10 +514,13 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ internals
     def _new_member(self, spec, n: int):
-        if self.approximation is None:
-            from ._members import Member
+        """The unfitted member of ``spec``: the class its ``kind`` names
+        (:mod:`novelty.detector._member_kinds`); a ``"gram"`` spec with ``approximation``
+        becomes an approximate member above ``n_components`` series."""
+        from ._member_kinds import member_class
 
-            return Member(spec)
+        if spec.kind != "gram" or self.approximation is None:
+            return member_class(spec.kind)(spec)
         from ._approx_member import make_member
 
         return make_member(

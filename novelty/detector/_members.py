@@ -84,7 +84,11 @@ class MemberSpec:
     and at ``update``; the members of the default recipe and of the selection set it. False:
     the parameters are used as given (a ``n_neighbors`` above N is an error). A spec of a
     tskernels 0.1 file (loaded with ``trust_pickle=True``) reads it as ``name != ""``, the
-    rule it replaces (:func:`novelty.detector._persistence.load_detector`)."""
+    rule it replaces (:func:`novelty.detector._persistence.load_detector`).
+
+    ``kind``: the member kind that fits this spec, a key of
+    :data:`novelty.detector._member_kinds.MEMBER_KINDS` (``"gram"``: pre-processing, kernel
+    Gram and scorer)."""
 
     kernel: object
     scorer: str | GramScorer = "knn"
@@ -95,6 +99,7 @@ class MemberSpec:
     normalize: bool = True
     name: str = ""
     adapt_to_corpus: bool = False
+    kind: str = "gram"
 
     def __post_init__(self):
         from tskernels import StaticKernel

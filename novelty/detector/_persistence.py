@@ -103,6 +103,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._files import umask
+from ._member_kinds import member_globals
 
 __all__ = [
     "FORMAT",
@@ -145,8 +146,8 @@ SAFE_GLOBALS: frozenset[tuple[str, str]] = frozenset(
         # the package's own classes (the detector, its members, pre-processing, kernels,
         # scorers, approximations; density's kernels and estimators a scorer may hold)
         *_names("novelty.detector._detector", "KernelNoveltyDetector"),
-        *_names("novelty.detector._members", "Member", "MemberSpec"),
-        *_names("novelty.detector._approx_member", "ApproximateMember"),
+        *_names("novelty.detector._members", "MemberSpec"),
+        *member_globals(),  # every member kind's class (novelty.detector._member_kinds)
         *_names("novelty.detector._approximation", "NystroemFeatures", "RandomFeatures"),
         *_names("novelty.scorers._baselines", "KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer"),
         *_names(
@@ -987,8 +988,11 @@ def _accepts_other_lengths(member) -> bool:
     """What the fitted member declares: its kernel takes unequal lengths (tag
     ``unequal_length``), was not fitted to one length (a random-convolution kernel fitted on
     equal lengths with ``other_lengths="error"``), and its pre-processing does not z-score
-    per time step."""
-    kernel = member.kernel_
+    per time step. A member kind without a kernel (``kernel_``) says it by its attribute
+    ``accepts_other_lengths`` (absent: it needs the corpus's lengths)."""
+    kernel = getattr(member, "kernel_", None)
+    if kernel is None:
+        return bool(getattr(member, "accepts_other_lengths", False))
     if not getattr(kernel, "supports_unequal_length", False):
         return False
     if (
