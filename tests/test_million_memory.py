@@ -304,3 +304,34 @@ def test_streamed_fit_progress_reaches_its_plan(tmp_path):
     finally:
         _progress._BAR.reset(token)
         _streaming.BLOCK_BYTES, _streaming.SCORE_BATCH = old
+
+
+def test_mapping_blocks_gives_the_serial_fit(tmp_path):
+    """Pass 2 through a mapper (out of order here, as Dask's as_completed may return it) gives
+    the serial fit bit for bit; a view that cannot be read by file is refused for a mapper."""
+    from novelty.detector._streaming import mapping_blocks
+
+    path = bm.make_memmap(tmp_path / "x.npy", 1500, seed=3, T=10, d=2)
+    X = np.load(path, mmap_mode="r")
+
+    def reversed_mapper(func, args):
+        for p in reversed(range(len(args))):
+            yield p, func(*args[p])
+
+    from novelty.detector import _streaming
+
+    old = _streaming.BLOCK_BYTES
+    _streaming.BLOCK_BYTES = 8 * 100 * (3 * 20 + 3 * 64)  # 13 blocks
+    try:
+        serial = _det().fit(X[:1300])
+        with mapping_blocks(reversed_mapper):
+            mapped = _det().fit(X[:1300])
+            with pytest.raises(ValueError, match="C-contiguous memory map"):
+                _det().fit(X[:1300, ::2])
+    finally:
+        _streaming.BLOCK_BYTES = old
+    np.testing.assert_array_equal(mapped.calibration_scores_, serial.calibration_scores_)
+    np.testing.assert_array_equal(
+        mapped.members_[0].scorer_.corpus_, serial.members_[0].scorer_.corpus_
+    )
+    np.testing.assert_array_equal(mapped.score_samples(X[1300:]), serial.score_samples(X[1300:]))
