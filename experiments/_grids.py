@@ -121,12 +121,14 @@ def scorer_setup(cls: type) -> ScorerSetup:
 
 
 def register_scorer_setup(cls: type, family: str = "baseline", cli_grid: str | None = None):
-    """Run the scorer class ``cls`` in the study with this ``family`` and ``cli_grid``
-    (:class:`ScorerSetup`); returns the setup. A class listed with another setup raises
-    ValueError."""
+    """Run the scorer class ``cls`` in the study with this ``family`` (one of
+    ``experiments._scorers.FAMILIES``) and ``cli_grid`` (:class:`ScorerSetup`); returns the
+    setup. A class listed with another setup raises ValueError."""
+    from ._scorers import FAMILIES
+
     setup = ScorerSetup(family, cli_grid)
-    if not isinstance(family, str) or not family:
-        raise ValueError(f"`family` must be a non-empty string, got {family!r}")
+    if not isinstance(family, str) or family not in FAMILIES:
+        raise ValueError(f"`family` must be one of {', '.join(FAMILIES)}, got {family!r}")
     if cli_grid is not None and (not isinstance(cli_grid, str) or not cli_grid):
         raise ValueError(f"`cli_grid` must be None or a run-config key, got {cli_grid!r}")
     taken = SCORER_SETUPS.get(_class_path(cls))

@@ -212,8 +212,8 @@ def score_fold(
         family = scorer_setup(registered[name]).family
         if family not in FAMILIES:
             raise ValueError(
-                f"scorer {name!r} declares family {family!r}; the experiments know "
-                f"{', '.join(FAMILIES)}"
+                f"scorer {name!r} is set up with family {family!r} (SCORER_SETUPS of "
+                f"experiments._grids); the experiments know {', '.join(FAMILIES)}"
             )
         by_family.setdefault(family, []).append(name)
     out, failed = {}, {}
