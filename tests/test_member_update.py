@@ -173,3 +173,24 @@ def test_fit_and_update_warn_alike_when_nothing_can_be_flagged():
         warnings.simplefilter("error")  # 20 series: flaggable, no warning
         det.update(X[8:])
     assert det.n_corpus_ == 20 and np.isfinite(det.threshold_)
+
+
+def test_a_scorer_keeping_no_update_state_is_refused_by_update_before_any_work():
+    """A scorer whose extension_state keeps neither the Gram nor kNN's nearest distances: update
+    cannot recompute the held-out scores; a clear error (was an AttributeError deep inside),
+    the detector unchanged, and update(refit=True) still works."""
+    from novelty.scorers._baselines import MeanEmbeddingScorer
+
+    class KeepsNothing(MeanEmbeddingScorer):
+        def extension_state(self, K, groups=None, *, held_out=True):
+            return {}
+
+    rng = np.random.default_rng(0)
+    X = np.cumsum(rng.normal(size=(25, 30, 2)), axis=1)
+    kernel = tk.FlattenedKernel(tk.RBF(10.0))
+    det = KernelNoveltyDetector(kernel=kernel, scorer=KeepsNothing()).fit(X)
+    before = det.score_samples(X[:5] + 0.5)
+    with pytest.raises(ValueError, match="KeepsNothing.extension_state keeps neither"):
+        det.update(X[:3] + 0.1)
+    np.testing.assert_array_equal(det.score_samples(X[:5] + 0.5), before)
+    assert det.update(X[:3] + 0.1, refit=True).n_corpus_ == 28

@@ -515,6 +515,14 @@ class Member(BaseMember):
             from ._update import NO_STATE
 
             raise ValueError(NO_STATE)
+        state = self.update_state_
+        knn = "nearest_d2" in state or hasattr(self.scorer_, "n_neighbors")
+        if "gram" not in state and not knn:  # update recomputes held-out scores from one
+            raise ValueError(
+                f"{type(self.scorer_).__name__}.extension_state keeps neither the corpus Gram "
+                "nor the nearest distances of a kNN scorer, so update cannot recompute the "
+                "held-out scores: use update(X_new, refit=True)"
+            )
 
     def update(self, X_new: SeriesBatch, raw: SeriesBatch, groups) -> Member:
         """A copy of this member with the checked new series ``X_new`` appended to its corpus
