@@ -558,8 +558,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         calibrations (:func:`~novelty.detector._members.robust_scale`) and averaged
         (:meth:`_combine`); the threshold is the conformal one at ``contamination``
         (+inf without held-out scores), with a UserWarning (its text starting with
-        ``context``) when nothing can be flagged. NaN held-out scores raise before anything
-        is set."""
+        ``context``) when nothing can be flagged. NaN held-out scores raise before this sets
+        anything (``fit`` has already set ``members_`` then; the detector is not fitted: its
+        ``threshold_`` is missing)."""
         from ._members import robust_scale
 
         calibrations = [m.calibration_ for m in members]
