@@ -57,3 +57,14 @@ def test_a_failed_update_leaves_the_detector_as_it_was():
     assert pickle.dumps(det) == before
     assert det.n_corpus_ == 12
     np.testing.assert_array_equal(det.score_samples(new), scores)
+
+
+def test_a_fit_that_fails_on_nan_leaves_the_detector_unfitted():
+    from sklearn.exceptions import NotFittedError
+
+    det = _detector(limit=0)
+    with pytest.raises(ValueError, match="NaN"):
+        det.fit(_walks(12))
+    assert not hasattr(det, "members_")
+    with pytest.raises(NotFittedError):
+        det.score_samples(_walks(3, seed=1))

@@ -303,8 +303,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
 
         # members with equal MiniRocket transforms compute them once
         with sharing_features(), known_duplicate_groups(Xs, groups):
-            self.members_ = [self._new_member(spec, n).fit(Xs, preprocessors) for spec in specs]
-        self._set_calibration(self.members_, n)
+            members = [self._new_member(spec, n).fit(Xs, preprocessors) for spec in specs]
+        self._set_calibration(members, n)  # sets members_ once the calibration is sound
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
@@ -558,9 +558,8 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         calibrations (:func:`~novelty.detector._members.robust_scale`) and averaged
         (:meth:`_combine`); the threshold is the conformal one at ``contamination``
         (+inf without held-out scores), with a UserWarning (its text starting with
-        ``context``) when nothing can be flagged. NaN held-out scores raise before this sets
-        anything (``fit`` has already set ``members_`` then; the detector is not fitted: its
-        ``threshold_`` is missing)."""
+        ``context``) when nothing can be flagged. NaN held-out scores raise before anything
+        is set (a ``fit`` that fails so leaves the detector unfitted)."""
         from ._members import robust_scale
 
         calibrations = [m.calibration_ for m in members]
