@@ -135,9 +135,11 @@ def one(args) -> dict:
     N = args.n
     n_test = args.n_test or max(1, N // 10)
     t_start = args.test_start if args.test_start is not None else N
-    if max(N, t_start + n_test) > len(X):
+    if max(N, 0 if args.test_path else t_start + n_test) > len(X):
         raise SystemExit(f"the memory map holds {len(X)} series, fewer than needed")
     corpus, test = X[:N], np.asarray(X[t_start : t_start + n_test])
+    if args.test_path:  # a second file (another seed): n_test series beside the N of X
+        test = np.asarray(np.load(args.test_path, mmap_mode="r")[:n_test])
     if args.in_memory:
         corpus = np.asarray(corpus)
     sigma = median_sigma(np.asarray(X[:1000]))
@@ -294,6 +296,7 @@ def main(argv=None) -> None:
     o.add_argument("--n-components", type=int, default=1000)
     o.add_argument("--n-test", type=int, default=None)
     o.add_argument("--test-start", type=int, default=None)
+    o.add_argument("--test-path", default=None, help="test series from this .npy instead")
     o.add_argument("--in-memory", action="store_true")
     o.add_argument("--dask", action="store_true")
     rep = sub.add_parser("report")
