@@ -13,15 +13,20 @@ import pytest
 import torch
 
 import tskernels as tk
-from novelty import KNNScorer, MeanEmbeddingScorer, SpectralSupport, VarianceNorm
-from novelty.detector._approximation import NystroemFeatures, RandomFeatures, select_landmarks
-from novelty.scorers._feature_scorers import (
+from novelty import (
     FeatureKNN,
     FeatureMeanEmbedding,
     FeatureSpectralSupport,
     FeatureVarianceNorm,
-    nearest_squared_distances,
+    KNNScorer,
+    MeanEmbeddingScorer,
+    NystroemFeatures,
+    RandomFeatures,
+    SpectralSupport,
+    VarianceNorm,
 )
+from novelty.detector._approximation import select_landmarks
+from novelty.scorers._feature_scorers import nearest_squared_distances
 
 ATOL = 1e-6
 

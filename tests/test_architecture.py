@@ -14,11 +14,10 @@ import pytest
 import torch
 
 import tskernels as tk
-from novelty import KernelNoveltyDetector
-from novelty._layouts import as_series_collection
+from novelty import KernelNoveltyDetector, KNNScorer, as_series_collection
 from novelty.detector._auto import select_members
 from novelty.detector._members import Member, MemberSpec, cross_grams, fit_pipeline
-from novelty.scorers._baselines import KNNScorer, knn_leave_one_out, squared_feature_distances
+from novelty.scorers._baselines import knn_leave_one_out, squared_feature_distances
 from tskernels import kernel_registry
 
 

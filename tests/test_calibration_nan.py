@@ -13,9 +13,8 @@ import pytest
 import torch
 
 import tskernels as tk
-from novelty import KernelNoveltyDetector
+from novelty import KernelNoveltyDetector, MeanEmbeddingScorer
 from novelty._constraints import Interval
-from novelty.scorers._baselines import MeanEmbeddingScorer
 
 
 class NaNAbove(MeanEmbeddingScorer):

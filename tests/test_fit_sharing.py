@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tskernels as tk
-from novelty import KernelNoveltyDetector, KNNScorer
+from novelty import KernelNoveltyDetector, KNNScorer, MeanEmbeddingScorer
 from novelty.detector import _members
 from novelty.detector._members import (
     duplicate_groups,
@@ -17,7 +17,6 @@ from novelty.detector._members import (
     known_duplicate_groups,
     series_digest,
 )
-from novelty.scorers._baselines import MeanEmbeddingScorer
 
 
 def _walks(n, T=20, d=2, seed=0):

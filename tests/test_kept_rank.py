@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from novelty import MahalanobisScorer
-from novelty.scorers._feature_scorers import FeatureVarianceNorm
+from novelty import FeatureVarianceNorm, MahalanobisScorer
 from novelty.scorers._variance_norm import kept_rank
 
 

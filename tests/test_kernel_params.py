@@ -226,7 +226,7 @@ def test_no_private_helper_shared_between_numba_cores():
 
 def test_log_space_tag_needs_the_log_hooks():
     # a kernel tagged log_space must define its log-space evaluation: checked at definition
-    from tskernels._base import Kernel
+    from tskernels import Kernel
 
     with pytest.raises(TypeError, match="tagged log_space but does not define _log_gram_block"):
 

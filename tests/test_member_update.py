@@ -14,13 +14,11 @@ import pytest
 import torch
 
 import tskernels as tk
-from novelty import KernelNoveltyDetector
+from novelty import KernelNoveltyDetector, KNNScorer, scorer_registry
 from novelty.detector._approx_member import ApproximateMember
 from novelty.detector._members import BaseMember, Member, MemberSpec, duplicate_groups
 from novelty.detector._update import concat_series
-from novelty.scorers._baselines import KNNScorer
 from novelty.scorers._gram_scorer import union_gram
-from novelty.scorers._scorer_registry import scorer_registry
 
 
 def _gram(rng, n, dim=3):
@@ -179,7 +177,7 @@ def test_a_scorer_keeping_no_update_state_is_refused_by_update_before_any_work()
     """A scorer whose extension_state keeps neither the Gram nor kNN's nearest distances: update
     cannot recompute the held-out scores; a clear error (was an AttributeError deep inside),
     the detector unchanged, and update(refit=True) still works."""
-    from novelty.scorers._baselines import MeanEmbeddingScorer
+    from novelty import MeanEmbeddingScorer
 
     class KeepsNothing(MeanEmbeddingScorer):
         def extension_state(self, K, groups=None, *, held_out=True):

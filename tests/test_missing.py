@@ -13,8 +13,7 @@ import pytest
 import torch
 
 import tskernels
-from novelty import KernelNoveltyDetector, as_series_collection
-from novelty._missing import interpolate_missing
+from novelty import KernelNoveltyDetector, as_series_collection, interpolate_missing
 
 
 def _brute(x) -> np.ndarray:

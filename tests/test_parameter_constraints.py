@@ -18,8 +18,7 @@ from sklearn.utils import _param_validation as sk
 
 import tskernels as tk
 import tskernels._constraints as tc
-from novelty import KernelNoveltyDetector, VarianceNorm
-from novelty.scorers._scorer_registry import scorer_registry
+from novelty import KernelNoveltyDetector, VarianceNorm, scorer_registry
 
 X = 0.4 * np.random.default_rng(0).normal(size=(6, 8, 2))
 POINTS = np.random.default_rng(1).normal(size=(6, 3))

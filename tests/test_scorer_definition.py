@@ -243,8 +243,7 @@ def test_a_feature_scorer_must_implement_fit_and_score():
     engine, which has two scores, says which to call."""
     import torch
 
-    from novelty import FeatureScorer
-    from novelty.scorers._feature_scorers import FeatureVarianceNorm
+    from novelty import FeatureScorer, FeatureVarianceNorm
 
     class FitOnly(FeatureScorer):
         def fit(self, Phi, diag=None):

@@ -7,9 +7,7 @@ import pytest
 
 import experiments._grids as grids
 from experiments._grids import ScorerSetup, register_scorer_setup, scorer_setup
-from novelty.scorers._baselines import KNNScorer
-from novelty.scorers._spectral_support import SpectralSupport
-from novelty.scorers._variance_norm import MahalanobisScorer
+from novelty import KNNScorer, MahalanobisScorer, SpectralSupport
 
 
 @pytest.fixture
