@@ -5,6 +5,7 @@ SQLite results store, reports and figures, the CLI and the ADBench harness. May 
 ``tskernels``, ``novelty`` and ``density``; nothing imports it.
 """
 
+from ._grids import register_scorer_setup, scorer_setup
 from .data import available_datasets, load_uea
 
-__all__ = ["available_datasets", "load_uea"]
+__all__ = ["available_datasets", "load_uea", "register_scorer_setup", "scorer_setup"]
