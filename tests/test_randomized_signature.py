@@ -116,9 +116,9 @@ def test_small_euler_steps_run_on_one_thread_and_restore(monkeypatch):
     import tskernels._randomized_signature as rs
 
     seen = []
-    real = rs._ACTIVATIONS["tanh"]
+    real = rs._ACTIVATIONS_INPLACE["tanh"]  # the CPU path's activation
     monkeypatch.setitem(
-        rs._ACTIVATIONS, "tanh", lambda h: seen.append(torch.get_num_threads()) or real(h)
+        rs._ACTIVATIONS_INPLACE, "tanh", lambda h: seen.append(torch.get_num_threads()) or real(h)
     )
     X = np.random.default_rng(0).normal(size=(6, 12, 2))
     before = torch.get_num_threads()
@@ -135,3 +135,83 @@ def test_small_euler_steps_run_on_one_thread_and_restore(monkeypatch):
         assert set(seen) == {2}
     finally:
         torch.set_num_threads(before)
+
+
+# ---------------------------------------------------------------- the CPU arrangement
+def _unequal(seed, n, d, lengths=(2, 9, 5, 9, 1, 7, 3)):
+    rng = np.random.default_rng(seed)
+    return [np.cumsum(rng.normal(size=(lengths[i % len(lengths)], d)) * 0.4, 0) for i in range(n)]
+
+
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid", "relu", "identity"])
+@pytest.mark.parametrize("activation_first", [False, True])
+@pytest.mark.parametrize("equal", [True, False])
+def test_cpu_path_equals_the_step_by_step_reference(activation, activation_first, equal):
+    """``_euler_cpu`` (contiguous map, buffers, in-place increments, series sorted by length
+    and solved while they run) equals ``_euler`` (one batched step at a time, every series to
+    the end: the former implementation, kept for other devices) to 1e-12 relative, for every
+    option, unequal lengths included; Grams and diagonals follow."""
+    from tskernels.validation import as_series_batch
+
+    scale = 0.05 if activation == "identity" else 0.5  # the identity field grows like e^(sA)
+    k = RandomizedSignatureKernel(
+        n_features=13, scale=scale, seed=5, activation=activation, activation_first=activation_first
+    )
+    X = _paths(8, 9, 11, 3) if equal else _unequal(8, 9, 3)
+    Xb = as_series_batch(X)
+    A, b, z0 = k._draw(3)
+    ref = k._euler(Xb, A, b, z0)
+    got = k._euler_cpu(Xb, A, b, z0)
+    rel = float((got - ref).abs().max() / ref.abs().max())
+    assert rel <= 1e-12
+    assert not torch.equal(ref[0], z0)  # the paths moved Z
+    Z = k.features(X)
+    assert torch.allclose(Z, ref, rtol=1e-12, atol=1e-12 * float(ref.abs().max()))
+    K = k.gram(X)
+    Kref = ref @ ref.T / 13
+    assert torch.allclose(K, Kref, rtol=1e-12, atol=1e-12 * float(Kref.abs().max()))
+    assert torch.allclose(k.diag(X), torch.diagonal(Kref), rtol=1e-12)
+
+
+def test_cpu_path_matches_plain_loop_on_unequal_lengths_and_skips_finished_series(monkeypatch):
+    """Against the plain per-series loop (each series on its own length), and the steps past
+    every series' end are not computed: the batched products shrink as series end."""
+    import tskernels._randomized_signature as rs
+
+    Xs = _unequal(3, 7, 2, lengths=(6, 2, 4, 1, 6, 3, 5))
+    k = RandomizedSignatureKernel(n_features=9, scale=0.4, seed=1)
+    A, b, z0 = (t.numpy() for t in k._draw(2))
+    Z = k.features(Xs).numpy()
+    for x, z in zip(Xs, Z):
+        assert np.allclose(z, _euler(x, A, b, z0), rtol=1e-12, atol=1e-12)
+    rows = []
+    real = rs._ACTIVATIONS_INPLACE["tanh"]
+    monkeypatch.setitem(rs._ACTIVATIONS_INPLACE, "tanh", lambda h: rows.append(len(h)) or real(h))
+    k.features(Xs)
+    assert rows == [6, 5, 4, 3, 2]  # running at steps 0..4: length - 1 > step (6 6 5 4 3 2 1)
+
+
+def test_cv_cell_rows_equal_with_the_reference_path(monkeypatch):
+    """A whole CV cell of the study (per-fold Grams, two scorers) gives the ROC and PR arrays
+    of the same cell computed with the step-by-step reference, to 1e-12."""
+    from experiments._protocol import Dataset, run_cv_cell
+
+    rng = np.random.default_rng(2)
+    X = np.cumsum(rng.normal(size=(30, 15, 2)), axis=1)
+    y = np.array(["a", "b", "c"] * 10)
+    data = Dataset("tiny", X, y, X[:9].copy(), y[:9].copy())
+    config = {"folds": 3, "repeats": 1, "seed": 1, "share": "fold", "alphas": [1e-8, 1e-2],
+              "max_rank": 6, "sse_lams": [1e-3], "threshold": 1e-10,
+              "preprocessing": {"max_length": 100, "clip": 5.0, "eps": 1e-4, "basepoint": True},
+              "device": None, "threads": 1, "rank_rule": "ours"}  # fmt: skip
+    cell = {"cls": "a", "kernel": "rand_sig_tanh",
+            "point": {"features": 25, "variance": 0.1, "seed": 0}, "levels": None,
+            "time_channel": True, "scorers": ["conformance", "mahalanobis"]}  # fmt: skip
+    got = run_cv_cell(cell, data, config)
+    monkeypatch.setattr(RandomizedSignatureKernel, "_euler_cpu", RandomizedSignatureKernel._euler)
+    ref = run_cv_cell(cell, data, config)
+    assert len(got) == len(ref) > 0
+    for g, r in zip(got, ref):
+        assert (g["scorer"], g["params"], g["error"]) == (r["scorer"], r["params"], r["error"])
+        assert np.allclose(g["roc"], r["roc"], rtol=1e-12, atol=1e-12, equal_nan=True)
+        assert np.allclose(g["pr"], r["pr"], rtol=1e-12, atol=1e-12, equal_nan=True)

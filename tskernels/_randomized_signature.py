@@ -28,6 +28,13 @@ _ACTIVATIONS = {
     "relu": torch.relu,
     "identity": lambda h: h,
 }
+#: The same activations written in place (the CPU path's buffers).
+_ACTIVATIONS_INPLACE = {
+    "tanh": torch.Tensor.tanh_,
+    "sigmoid": torch.Tensor.sigmoid_,
+    "relu": torch.Tensor.relu_,
+    "identity": lambda h: h,
+}
 
 
 class RandomizedSignatureKernel(Kernel):
@@ -101,11 +108,14 @@ class RandomizedSignatureKernel(Kernel):
     def _features(self, X: SeriesBatch) -> torch.Tensor:
         A, b, z0 = self._draw(X.d)
         d, M = b.shape
-        small = X.n * d * M * M < SMALL_STEP_WORK and self._device.type == "cpu"
+        cpu = self._device.type == "cpu"
+        small = X.n * d * M * M < SMALL_STEP_WORK and cpu
         with threads(1, "torch") if small and self.n_jobs is None else nullcontext():
-            return self._euler(X, A, b, z0)
+            return self._euler_cpu(X, A, b, z0) if cpu else self._euler(X, A, b, z0)
 
     def _euler(self, X: SeriesBatch, A, b, z0) -> torch.Tensor:
+        """The Euler scheme, one batched step at a time (the path on other devices than the
+        CPU, and the reference of :meth:`_euler_cpu`)."""
         d, M = b.shape
         act = _ACTIVATIONS[self.activation]
         b_flat = b.reshape(d * M)
@@ -123,6 +133,55 @@ class RandomizedSignatureKernel(Kernel):
             H = act(torch.addmm(b_flat, Z, A_flat.T)).reshape(X.n, d, M)
             Z = Z + torch.bmm(dX[:, t, None, :], H)[:, 0]
         return Z
+
+    def _euler_cpu(self, X: SeriesBatch, A, b, z0) -> torch.Tensor:
+        """The same Euler scheme, arranged for the CPU (the same products, summed in another
+        order: equal to :meth:`_euler` to rounding, about 1e-15 relative):
+
+        - the linear map as one contiguous (M, d M) matrix (its transposed view cost the
+          matrix product 17-33 % more time), the step's products, activation and increment
+          written into buffers allocated once, the increment added in place by one
+          ``baddbmm`` (three operations a step instead of six);
+        - series in decreasing order of length, each step solved for the series still running
+          only: a step past a series' end has a zero increment (forward-fill padding), so
+          skipping it leaves Z_T as is.
+        """
+        n = X.n
+        d, M = b.shape
+        act_ = _ACTIVATIONS_INPLACE[self.activation]
+        b_flat = b.reshape(d * M)
+        if self.activation_first:
+            W = A.permute(1, 0, 2).reshape(M, d * M).contiguous()  # (A_i^T s)_k at (i, k)
+        else:
+            W = A.reshape(d * M, M).T.contiguous()  # (A_i z)_k at column (i, k)
+        lengths = X.lengths
+        order = None
+        if bool((lengths != lengths[0]).any()):
+            order = torch.argsort(lengths, descending=True, stable=True)
+            lengths = lengths[order]
+        values = X.values if order is None else X.values[order]
+        # running[t]: series whose step t (from point t to t + 1) is inside them
+        steps = values.shape[1] - 1
+        running = (lengths[None, :] - 1 > torch.arange(steps)[:, None]).sum(1).tolist()
+        dX = torch.diff(values, dim=1).permute(1, 0, 2).unsqueeze(2).contiguous()  # (T-1,n,1,d)
+        Z3 = z0.expand(n, 1, M).clone()
+        Z = Z3.view(n, M)
+        P = torch.empty((n, d * M), dtype=Z.dtype, device=Z.device)
+        S = torch.empty((n, M), dtype=Z.dtype, device=Z.device) if self.activation_first else None
+        for t in range(steps):
+            m = running[t]
+            if m == 0:
+                break
+            if self.activation_first:
+                torch.addmm(b_flat, act_(S[:m].copy_(Z[:m])), W, out=P[:m])
+            else:
+                act_(torch.addmm(b_flat, Z[:m], W, out=P[:m]))
+            Z3[:m].baddbmm_(dX[t, :m], P[:m].view(m, d, M))
+        if order is None:
+            return Z
+        out = torch.empty_like(Z)
+        out[order] = Z
+        return out
 
     def features(self, X) -> torch.Tensor:
         """The random features Z_T(x), Tensor of shape (n, n_features)."""
