@@ -167,16 +167,21 @@ class RandomizedSignatureKernel(Kernel):
         Z3 = z0.expand(n, 1, M).clone()
         Z = Z3.view(n, M)
         P = torch.empty((n, d * M), dtype=Z.dtype, device=Z.device)
-        S = torch.empty((n, M), dtype=Z.dtype, device=Z.device) if self.activation_first else None
-        for t in range(steps):
+        S = torch.empty((n, M), dtype=Z.dtype, device=Z.device)
+        first = self.activation_first
+        width = -1  # the views below are those of the first `width` series
+        for t, dx in enumerate(dX.unbind(0)):
             m = running[t]
             if m == 0:
                 break
-            if self.activation_first:
-                torch.addmm(b_flat, act_(S[:m].copy_(Z[:m])), W, out=P[:m])
+            if m != width:  # (once for equal lengths: the per-step work is three operations)
+                width = m
+                Zm, Z3m, Pm, Sm, Hm = Z[:m], Z3[:m], P[:m], S[:m], P[:m].view(m, d, M)
+            if first:
+                torch.addmm(b_flat, act_(Sm.copy_(Zm)), W, out=Pm)
             else:
-                act_(torch.addmm(b_flat, Z[:m], W, out=P[:m]))
-            Z3[:m].baddbmm_(dX[t, :m], P[:m].view(m, d, M))
+                act_(torch.addmm(b_flat, Zm, W, out=Pm))
+            Z3m.baddbmm_(dx if m == n else dx[:m], Hm)
         if order is None:
             return Z
         out = torch.empty_like(Z)
