@@ -91,7 +91,8 @@ def test_bh_edge_cases_and_errors():
     assert benjamini_hochberg([0.04], 0.05).tolist() == [True]  # m = 1: a plain test at q
     assert benjamini_hochberg([0.01, 0.02, 0.03, 0.04], 0.04).all()  # p_(4) = 4 q / 4
     for bad in (0, 0.0, 1, 1.0, -0.1, 1.5, math.nan, math.inf, True, "0.1", None, [0.1]):
-        with pytest.raises(ValueError, match=r"`q` \(a false-discovery rate\) must be a float"):
+        bad_q = r"The 'q' parameter of benjamini_hochberg must be a float in the range \(0"
+        with pytest.raises(ValueError, match=bad_q):
             benjamini_hochberg([0.01, 0.5], bad)
     with pytest.raises(ValueError, match="NaN"):
         benjamini_hochberg([0.01, math.nan, 0.5], 0.1)
@@ -122,7 +123,7 @@ def test_predict_fdr_flags_exactly_what_bh_rejects():
     np.testing.assert_array_equal(det.predict(Y) == -1, p <= det.contamination)
     np.testing.assert_array_equal(det.predict(Y) == -1, det.decision_function(Y) < 0)
     for bad in (0, 1.0, -0.2, math.nan, True, "0.1"):
-        with pytest.raises(ValueError, match="`fdr`"):
+        with pytest.raises(ValueError, match="The 'fdr' parameter of predict must be None or a"):
             det.predict(Y, fdr=bad)
 
 
@@ -212,7 +213,7 @@ def test_fdr_shortfall_group_size_against_bh():
     )
     with pytest.raises(ValueError, match="n_series"):
         fdr_min_corpus(0.1, 0)
-    with pytest.raises(ValueError, match="false-discovery rate"):
+    with pytest.raises(ValueError, match="The 'q' parameter of fdr_shortfall"):
         fdr_shortfall(10, 1.5, 3)
 
 

@@ -22,13 +22,15 @@ series' false-alarm probability.
 from __future__ import annotations
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 
+from .._constraints import Interval, validate_arguments
+
 __all__ = [
+    "FDR",
     "benjamini_hochberg",
-    "check_fdr",
     "fdr_min_corpus",
     "fdr_shortfall",
     "conformal_threshold",
@@ -89,17 +91,11 @@ def min_corpus_for(contamination: float) -> int:
 _BH_RTOL = 1e-12
 
 
-def check_fdr(q, name: str = "q") -> float:
-    """``q`` as a float in (0, 1), the false-discovery rate of :func:`benjamini_hochberg`;
-    a ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(q, (bool, np.bool_)) or not isinstance(q, Real):
-        raise ValueError(f"`{name}` (a false-discovery rate) must be a float in (0, 1), got {q!r}")
-    qf = float(q)
-    if not 0.0 < qf < 1.0:  # NaN fails too
-        raise ValueError(f"`{name}` (a false-discovery rate) must be a float in (0, 1), got {q!r}")
-    return qf
+#: A false-discovery rate: a float in (0, 1) (booleans, NaN and the ends refused).
+FDR = Interval(Real, 0, 1, closed="neither")
 
 
+@validate_arguments({"q": [FDR]})
 def benjamini_hochberg(p_values, q: float) -> np.ndarray:
     r"""Benjamini-Hochberg step-up rule: which hypotheses to reject at false-discovery rate ``q``.
 
@@ -133,7 +129,7 @@ def benjamini_hochberg(p_values, q: float) -> np.ndarray:
     bool array of ``p_values``' shape, True where rejected (flagged). Empty input gives an
     empty array.
     """
-    q = check_fdr(q)
+    q = float(q)
     p = np.asarray(p_values, dtype=np.float64)
     if p.size == 0:
         return np.zeros(p.shape, dtype=bool)
@@ -153,6 +149,7 @@ def benjamini_hochberg(p_values, q: float) -> np.ndarray:
     return p <= ps[below[-1]]
 
 
+@validate_arguments({"q": [FDR], "n_series": [Interval(Integral, 1, None, closed="left")]})
 def fdr_min_corpus(q: float, n_series: int = 1) -> int:
     r"""The fewest calibration scores :math:`n` with which :func:`benjamini_hochberg` at ``q``
     over ``n_series`` conformal p-values can flag a lone series: BH flags one series among
@@ -161,16 +158,14 @@ def fdr_min_corpus(q: float, n_series: int = 1) -> int:
     (:math:`n \ge 1/q - 1`) it is the corpus below which ``fdr=q`` can flag nothing at all:
     with :math:`k` of :math:`m` series tied at the smallest p-value BH flags them all when
     :math:`1/(n+1) \le kq/m`, and :math:`k = m` is the most favourable case."""
-    q = check_fdr(q)
-    m = int(n_series)
-    if m < 1:
-        raise ValueError(f"`n_series` must be an integer >= 1, got {n_series!r}")
+    q, m = float(q), int(n_series)
     n = max(0, math.ceil(m / q) - 2)
     while 1.0 / (n + 1.0) > (q / m) * (1.0 + _BH_RTOL):  # BH's own comparison
         n += 1
     return n
 
 
+@validate_arguments({"q": [FDR]})
 def fdr_shortfall(n_calibration: int, q: float, n_series: int) -> str | None:
     r"""Why ``fdr=q`` over ``n_series`` series cannot flag a lone series with
     ``n_calibration`` held-out normal series (a message naming the corpus size needed), or
@@ -180,8 +175,7 @@ def fdr_shortfall(n_calibration: int, q: float, n_series: int) -> str | None:
     (more novel than every held-out normal series) can be. Used by
     ``KernelNoveltyDetector.predict(X, fdr=q)`` (a UserWarning when it flagged nothing) and
     the CLI's ``--fdr``."""
-    q = check_fdr(q)
-    n, m = int(n_calibration), int(n_series)
+    q, n, m = float(q), int(n_calibration), int(n_series)
     if m < 1 or n >= fdr_min_corpus(q, m):
         return None
     at_all = fdr_min_corpus(q, 1)

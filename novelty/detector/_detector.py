@@ -358,10 +358,12 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
     def _assess(self, X, fdr: float | None = None):
         """``(novelty, p, flagged)`` of X from one scoring pass: ``novelty == -score_samples(X)``,
         ``p == p_values(X)`` and ``flagged == (predict(X, fdr) == -1)`` (bool arrays (n,))."""
-        if fdr is not None:
-            from ._calibration import check_fdr
+        if fdr is not None:  # before any scoring
+            from tskernels._constraints import validate_parameter_constraints
 
-            check_fdr(fdr, name="fdr")  # before any scoring
+            from ._calibration import FDR
+
+            validate_parameter_constraints({"fdr": [None, FDR]}, {"fdr": fdr}, "predict")
         novelty = self._novelty(X)
         return (novelty, *self._outcome(novelty, fdr))
 
@@ -374,9 +376,9 @@ class KernelNoveltyDetector(OutlierMixin, BaseEstimator):
         p = self._p_values_of(novelty)
         if fdr is None:
             return p, self._decision(-novelty) < 0
-        from ._calibration import benjamini_hochberg, check_fdr
+        from ._calibration import benjamini_hochberg
 
-        q = check_fdr(fdr, name="fdr")
+        q = float(fdr)  # checked by _assess
         flagged = benjamini_hochberg(p, q)
         if not flagged.any():  # say so when BH could not have flagged a lone series
             from ._calibration import fdr_shortfall
