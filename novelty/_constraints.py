@@ -29,6 +29,7 @@ the scorers' method arguments.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterable
 from numbers import Integral, Real
@@ -105,11 +106,25 @@ class NameOf(StrOptions):
 
 def validate_arguments(parameter_constraints: dict):
     """The decorator checking a public function's arguments:
-    :func:`tskernels.validation.validate_params` (imported when a module decorates, so that
-    declaring constraints here imports no torch)."""
-    from tskernels.validation import validate_params as decorator
+    :func:`tskernels.validation.validate_params`, applied at the function's first call (so that
+    declaring constraints here imports neither torch nor tskernels: a module such as the
+    detector's calibration stays light to import)."""
 
-    return decorator(parameter_constraints)
+    def decorate(func):
+        checked = None
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            nonlocal checked
+            if checked is None:
+                from tskernels.validation import validate_params
+
+                checked = validate_params(parameter_constraints)(func)
+            return checked(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 class SequenceOf(_sk._Constraint):
