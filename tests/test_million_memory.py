@@ -335,3 +335,31 @@ def test_mapping_blocks_gives_the_serial_fit(tmp_path):
         mapped.members_[0].scorer_.corpus_, serial.members_[0].scorer_.corpus_
     )
     np.testing.assert_array_equal(mapped.score_samples(X[1300:]), serial.score_samples(X[1300:]))
+
+
+def test_streamed_detector_refuses_update_in_place_and_refits(tmp_path):
+    """A detector fitted on a memory map in blocks is not updated without a refit (the
+    documented refusal, before any work; the detector unchanged); update(refit=True) refits on
+    the union."""
+    path = bm.make_memmap(tmp_path / "x.npy", 300, seed=2, T=10, d=2)
+    X = np.load(path, mmap_mode="r")
+    det = _det().fit(X)
+    Y = np.asarray(X[:5]) + 0.5
+    before = det.score_samples(Y)
+    with pytest.raises(NotImplementedError, match="memory-mapped corpus.*refit=True"):
+        det.update(np.asarray(X[:4]))
+    np.testing.assert_array_equal(det.score_samples(Y), before)
+    assert det.update(np.asarray(X[:4]) + 0.1, refit=True).n_corpus_ == 304
+
+
+def test_saving_a_streamed_detector_warns_that_loading_needs_trusted(tmp_path):
+    """Its classes are outside the model files' safe list: save says so, and load refuses the
+    file unless they are trusted (never silently runs code)."""
+    from novelty import KernelNoveltyDetector
+
+    path = bm.make_memmap(tmp_path / "x.npy", 300, seed=3, T=10, d=2)
+    det = _det().fit(np.load(path, mmap_mode="r"))
+    with pytest.warns(UserWarning, match="StreamedMember.*trusted="):
+        det.save(tmp_path / "m.knd")
+    with pytest.raises(ValueError, match="may not hold"):
+        KernelNoveltyDetector.load(tmp_path / "m.knd")
