@@ -66,6 +66,8 @@ GROUPS = {
     "hydra": ["hydra_knn5"],
     "msm": ["msm_knn1"],
     "twe": ["twe_knn1"],
+    "sig": ["trunc_sig_knn1", "trunc_sig_knn5", "randsig_knn1", "randsig_knn5"],
+    "pdesig": ["pdesig_knn1", "pdesig_knn5"],
 }
 CANDIDATES = [c for g in GROUPS.values() for c in g]
 
@@ -240,6 +242,128 @@ def feature_knn(make, Xc, Xt, k=5):
     return cal, fit_score(A, B), time.perf_counter() - t0
 
 
+#: Signature kernels' rule on the data's shape (issue 30, item 2): every series resampled to
+#: the corpus's longest length (:func:`equal_length`), then the protocol's pre-processing fitted
+#: on the corpus (:func:`sig_preprocessor`): average-pooled to <= 100 steps, z-scored per
+#: channel, clipped to +-5, a zero basepoint and a time channel in [0, 1]; d' = d + 1 channels.
+SIG_MAX_LENGTH = 100
+
+
+def sig_preprocessor(Xc):
+    """The signature members' pre-processing (``Preprocessor(zscore="channel",
+    time_channel=True)``), fitted on the checked corpus ``Xc``."""
+    from tskernels import SeriesBatch
+    from tskernels.transforms import Preprocessor
+
+    pre = Preprocessor(max_length=SIG_MAX_LENGTH, zscore="channel", time_channel=True)
+    return pre.fit(SeriesBatch.from_checked(Xc))
+
+
+def point_median_distance(Z) -> float:
+    """Median Euclidean distance between (up to 500, seeded) time points of the pre-processed
+    corpus ``Z`` (a SeriesBatch): GAK's median heuristic without its sqrt(length) factor."""
+    from tskernels._gak import gak_median_sigma
+
+    return gak_median_sigma(Z, 0) / float(np.sqrt(np.median(Z.lengths.cpu().numpy())))
+
+
+def sig_kernels(group: str, Z) -> dict:
+    """Candidate prefix -> unfitted kernel, by a rule on the pre-processed corpus ``Z`` (d'
+    channels, time channel included): ``trunc_sig`` the registry's ``trunc_sig_linear``
+    (linear lift, levels 0..4) with its scale 0.5 divided by sqrt(d') (the protocol's scaling
+    of the signature scales); ``randsig`` the registry's ``rand_sig_tanh`` (50 features, seed
+    0) with its variance 0.1 divided by d' (the drift's variance then does not grow with the
+    channels); ``pdesig`` the PDE signature kernel (dyadic order 2) of the RBF lift whose
+    bandwidth is the median distance between time points (:func:`point_median_distance`),
+    amplitude 1/d' (the protocol's amplitude axis, scaled by 1/d')."""
+    import tskernels as tk
+
+    dp = int(Z.d)
+    if group == "sig":
+        return {
+            "trunc_sig": tk.TruncatedSignatureKernel(tk.Linear(), level=4, scale=0.5 / dp**0.5),
+            "randsig": tk.RandomizedSignatureKernel(n_features=50, scale=0.1 / dp, seed=0),
+        }
+    if group == "pdesig":
+        sigma = point_median_distance(Z)
+        return {
+            "pdesig": tk.SignaturePDEKernel(
+                tk.RBF(sigma), scale=1.0, dyadic_order=2, amplitude=1.0 / dp
+            )
+        }
+    raise ValueError(group)
+
+
+def fixed_kernel_group(kernel, names, Xc, Xt, preprocessor) -> dict:
+    """(cal, test, seconds) of several kNN scorers on one fixed (not ``needs_fit``) kernel,
+    normalised (``K(x, x) = 1``), on series through the fitted ``preprocessor``: one corpus
+    Gram and one test Gram serve every scorer; each scorer's held-out scores are what
+    :class:`novelty.detector._members.Member` computes for the spec (kNN's exact leave-one-out
+    on the corpus Gram, copies held out together; nothing held out for one distinct series),
+    the kernel distance being :math:`d^2 = k(x,x) + k(y,y) - 2k(x,y)`."""
+    import torch
+
+    from novelty.detector._members import (
+        duplicate_groups,
+        first_occurrences,
+        fit_pipeline,
+        held_out_scores,
+        make_scorer,
+    )
+    from tskernels import SeriesBatch
+
+    t0 = time.perf_counter()
+    specs = {}
+    for name, spec in _specs(kernel, names).items():
+        specs[name] = type(spec)(
+            kernel=kernel,
+            scorer=spec.scorer,
+            scorer_params=spec.scorer_params,
+            preprocess="channel",
+            normalize=True,
+            name=name,
+            adapt_to_corpus=True,
+        )
+    Zc, Zt = SeriesBatch.from_checked(Xc), SeriesBatch.from_checked(Xt)
+    pipe = fit_pipeline(next(iter(specs.values())), Zc, {"channel": preprocessor})
+    K = pipe.gram
+    diag = torch.diagonal(K).clone()
+    Kt, dt = pipe.grams(Zt)
+    groups = duplicate_groups(Xc)
+    n_distinct = len(Zc) if groups is None else int(groups.max()) + 1
+    out = {}
+    for name, spec in specs.items():
+        scorer = make_scorer(spec, spec.corpus_size(K.shape[0])).fit(K)
+        if n_distinct == 1:
+            cal = np.empty(0)
+        else:
+            cal = np.asarray(held_out_scores(spec, K, diag, groups, None, scorer))
+            if groups is not None:
+                cal = cal[first_occurrences(groups)]
+        test = np.asarray(scorer.score(Kt, dt), dtype=np.float64)
+        out[name] = (cal, test)
+    secs = time.perf_counter() - t0
+    return {name: (cal, test, secs) for name, (cal, test) in out.items()}
+
+
+def signature_group(group: str, Xc, Xt) -> dict:
+    """The ``sig`` / ``pdesig`` candidates (:func:`sig_kernels`), each kernel's seconds its own
+    (pre-processing included)."""
+    from tskernels import SeriesBatch
+
+    A, B = equal_length(Xc, Xt)
+    t0 = time.perf_counter()
+    pre = sig_preprocessor(A)
+    Z = pre.transform(SeriesBatch.from_checked(A))
+    prep = time.perf_counter() - t0
+    out = {}
+    for prefix, kernel in sig_kernels(group, Z).items():
+        names = [c for c in GROUPS[group] if c.startswith(prefix + "_")]
+        res = fixed_kernel_group(kernel, names, A, B, pre)
+        out.update({c: (cal, s, secs + prep) for c, (cal, s, secs) in res.items()})
+    return out
+
+
 def _channel(X, c):
     if isinstance(X, np.ndarray):
         return np.ascontiguousarray(X[:, :, [c]])
@@ -290,6 +414,8 @@ def compute_group(group: str, Xc, Xt) -> dict:
             return HydraTransformer(random_state=0, output_type="numpy")
 
         return {"hydra_knn5": feature_knn(make, Xc, Xt)}
+    if group in ("sig", "pdesig"):
+        return signature_group(group, Xc, Xt)
     if group == "chan":
         d = Xc[0].shape[1]
         if d == 1:
@@ -312,6 +438,24 @@ def problem_file(half: str, prob) -> Path:
     return OUT / half / f"{prob.dataset}__{safe}.npz"
 
 
+def save_merged(path: Path, data: dict) -> dict:
+    """Write ``data`` into the problem file ``path`` without losing what another process wrote
+    there meanwhile: under an exclusive lock (``<path>.lock``), the file's current arrays are
+    read, ``data``'s arrays replace or join them, and the union replaces the file atomically
+    (a temporary file of this process, then ``os.replace``). Returns the union."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        merged = dict(np.load(path, allow_pickle=False)) if path.exists() else {}
+        merged.update(data)
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, **merged)
+        os.replace(tmp, path)
+    return merged
+
+
 def run(half: str, shard: tuple[int, int], only: list[str] | None, datasets=None):
     from experiments.detector_bench.problems import default_data_dirs, half_of, load_problems
     from novelty import as_series_collection
@@ -322,7 +466,7 @@ def run(half: str, shard: tuple[int, int], only: list[str] | None, datasets=None
     if datasets:
         names = [n for n in names if n in datasets]
     names = [n for i, n in enumerate(names) if i % shard[1] == shard[0]]
-    groups = [g for g in GROUPS if only is None or g in only]
+    groups = [g for g in GROUPS if only is None or g in only or set(GROUPS[g]) & set(only)]
     (OUT / half).mkdir(parents=True, exist_ok=True)
     for name in names:
         probs = load_problems(name, dirs, seed=0, max_classes=5)
@@ -362,9 +506,7 @@ def run(half: str, shard: tuple[int, int], only: list[str] | None, datasets=None
                     f"{name} {prob.cls} {g} {time.perf_counter() - t0:.1f}s",
                     flush=True,
                 )
-                tmp = path.with_suffix(".tmp.npz")
-                np.savez(tmp, **data)
-                os.replace(tmp, path)
+                save_merged(path, data)
 
 
 def main(argv=None):
@@ -507,9 +649,7 @@ def run_proxy(half: str, shard, only=None, datasets=None):
                 except Exception:  # noqa: BLE001
                     traceback.print_exc(limit=2)
                 print(f"proxy {name} {prob.cls} {c} {time.perf_counter() - t0:.1f}s", flush=True)
-            tmp = path.with_suffix(".tmp.npz")
-            np.savez(tmp, **data)
-            os.replace(tmp, path)
+            save_merged(path, data)
 
 
 if __name__ == "__main__":
