@@ -121,3 +121,23 @@ def test_only_selects_groups_by_candidate(monkeypatch, tmp_path):
     pool.run("tuning", (0, 1), ["hydra_knn5", "euclid"], None)
     assert seen == ["euclid", "hydra"]
     assert "hydra_knn5__test" in np.load(tmp_path / "tuning" / "D__1.npz").files
+
+
+def test_shipped_default_takes_gak_on_multivariate_only():
+    """combine's ``@mv`` members count on multivariate problems alone: the shipped default is
+    the mean of the recipe and MiniRocket 1-NN standardised scores at d = 1, and GAK's joins
+    them at d > 1."""
+    from experiments.detector_pool import combine
+
+    rng = np.random.default_rng(7)
+    cal = {c: rng.normal(size=10) for c in ("rcs_knn5", "rcp_knn1", "gak_knn1")}
+    test = {c: rng.normal(size=6) for c in cal}
+
+    def z(c):
+        q25, med, q75 = np.quantile(cal[c], [0.25, 0.5, 0.75])
+        return (test[c] - med) / (q75 - q25)
+
+    for d, members in ((1, ["rcs_knn5", "rcp_knn1"]), (3, list(cal))):
+        p = {"d": d, "n": 10, "cal": cal, "test": test}
+        got = combine.ensemble_scores(p, list(combine.SHIPPED))
+        np.testing.assert_allclose(got, np.mean([z(c) for c in members], axis=0), rtol=1e-12)

@@ -29,6 +29,11 @@ from .pool import CANDIDATES, OUT
 
 RECIPE = "rcs_knn5"
 TIE = 5e-4
+#: A member name ending in ``MULTIVARIATE`` counts only on multivariate problems (d > 1).
+MULTIVARIATE = "@mv"
+#: The shipped default (issue 30): the recipe, MiniRocket power-transformed 1-NN, and GAK
+#: 1-NN for multivariate series only.
+SHIPPED = (RECIPE, "rcp_knn1", "gak_knn1" + MULTIVARIATE)
 
 
 def load(half: str) -> list[dict]:
@@ -105,8 +110,9 @@ def ensemble_scores(p: dict, members, weights=None, small=True) -> np.ndarray | 
     if small and p["n"] < 3 and "gak_knn1" in p["test"]:
         return p["test"]["gak_knn1"]
     zs, ws = [], []
+    members = active(p, members)
     for i, c in enumerate(members):
-        if c not in p["test"]:
+        if c is None or c not in p["test"]:
             continue
         cal, s = p["cal"][c], p["test"][c]
         if not np.isfinite(s).all() or np.isfinite(cal).sum() < 2:
@@ -120,9 +126,50 @@ def ensemble_scores(p: dict, members, weights=None, small=True) -> np.ndarray | 
             ws = np.ones_like(ws)
         return np.average(np.stack(zs), axis=0, weights=ws)
     for c in members:
-        if c in p["test"] and np.isfinite(p["test"][c]).all():
+        if c is not None and c in p["test"] and np.isfinite(p["test"][c]).all():
             return p["test"][c]
     return None
+
+
+def active(p: dict, members) -> list:
+    """The members' candidate names on problem ``p``, in order: a name ending in
+    :data:`MULTIVARIATE` is its candidate on a multivariate problem and None (absent) on a
+    univariate one (positions kept, so weights stay aligned)."""
+    out = []
+    for c in members:
+        if c.endswith(MULTIVARIATE):
+            out.append(c[: -len(MULTIVARIATE)] if p["d"] > 1 else None)
+        else:
+            out.append(c)
+    return out
+
+
+def complete_sets(problems, cand: str) -> set:
+    """Data sets on which candidate ``cand`` is cached for every problem."""
+    sets = defaultdict(list)
+    for p in problems:
+        sets[p["dataset"]].append(cand in p["test"])
+    return {k for k, v in sets.items() if all(v)}
+
+
+def additions(problems, cands, base=SHIPPED) -> list[tuple]:
+    """Each candidate added to the ``base`` ensemble (a mean of standardised members), on the
+    data sets where it is cached for every problem: (candidate, its figures against the recipe
+    alone (:func:`summary`), against ``base``, and ``base``'s own against the recipe on
+    those sets)."""
+    ref = by_dataset(problems, lambda p: ensemble_scores(p, [RECIPE], small=False))
+    b = by_dataset(problems, lambda p: ensemble_scores(p, list(base)))
+    out = []
+    for c in cands:
+        sets = complete_sets(problems, c)
+        if not sets:
+            continue
+        sub = [p for p in problems if p["dataset"] in sets]
+        e = by_dataset(sub, lambda p, c=c: ensemble_scores(p, list(base) + [c]))
+        r = {k: ref[k] for k in sets}
+        bb = {k: b[k] for k in sets}
+        out.append((c, summary(e, r), summary(e, bb), summary(bb, r)))
+    return out
 
 
 def _alone(p, c):
@@ -209,7 +256,9 @@ def greedy(problems, pool, start=(RECIPE,), max_members=6, weights=(1.0,), verbo
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["table", "greedy", "proxy"])
+    ap.add_argument("cmd", choices=["table", "greedy", "proxy", "add"])
+    ap.add_argument("--cands", default=None, help="add: candidates, comma-separated")
+    ap.add_argument("--start", default=RECIPE, help="greedy: the start, names joined by +")
     ap.add_argument("--fixed", default=RECIPE, help="the fixed ensemble, names joined by +")
     ap.add_argument("--half", default="tuning")
     ap.add_argument("--multivariate", action="store_true")
@@ -233,6 +282,15 @@ def main(argv=None):
             s = summary(alone, {k: v for k, v in ref.items() if k in sets})
             print(f"{c:14s} {s['mean']:.4f} rank {s['rank_vs_recipe']:.3f} wtl {s['wtl']}"
                   f" sets {s['n_sets']}")  # fmt: skip
+    elif a.cmd == "add":
+        cands = a.cands.split(",") if a.cands else [c for c in CANDIDATES if c not in SHIPPED]
+        base = summary(by_dataset(problems, lambda p: ensemble_scores(p, list(SHIPPED))), ref)
+        print(f"shipped {'+'.join(SHIPPED)}: {base['mean']:.4f} rank {base['rank_vs_recipe']:.3f}"
+              f" wtl {base['wtl']} sets {base['n_sets']}")  # fmt: skip
+        for c, s, sb, b in additions(problems, cands):
+            print(f"+{c:14s} {s['mean']:.4f} (shipped {b['mean']:.4f}) rank vs recipe "
+                  f"{s['rank_vs_recipe']:.3f} (shipped {b['rank_vs_recipe']:.3f}) wtl vs recipe "
+                  f"{s['wtl']} vs shipped {sb['wtl']} sets {s['n_sets']}")  # fmt: skip
     elif a.cmd == "proxy":
         fixed = a.fixed.split("+")
         pool = sorted({c for p in problems for c in p["proxy"]})
@@ -266,7 +324,8 @@ def main(argv=None):
                 pool.append(c)
         print("pool:", " ".join(pool))
         ws = tuple(float(w) for w in a.weights.split(","))
-        members, cw, log = greedy(problems, pool, weights=ws, verbose=False)
+        start = tuple(a.start.split("+"))
+        members, cw, log = greedy(problems, pool, start=start, weights=ws, verbose=False)
         for m, w, s, why in log:
             text = " + ".join(f"{c}*{x:g}" for c, x in zip(m, w))
             print(text, f"{s['mean']:.4f}", f"{s['rank_vs_recipe']:.3f}", s["wtl"], why)
