@@ -64,7 +64,7 @@ def test_paa_distance_is_a_lower_bound_of_the_exact_one():
 
 def test_two_members_average_their_robust_z_scores():
     normal, x = _ar1(1500, seed=20), _sine(400, seed=21)
-    kw = dict(window=20, aggregate="mean")
+    kw = dict(window=20, aggregate="mean", member_scale="iqr")
     both = WindowNoveltyDetector(detector="knn+znorm", **kw).fit(normal)
     z = []
     for name in ("knn", "znorm-knn"):
@@ -75,6 +75,57 @@ def test_two_members_average_their_robust_z_scores():
     np.testing.assert_allclose(-both.score_samples(x), np.mean(z, axis=0), rtol=1e-9, atol=1e-9)
     top = WindowNoveltyDetector(detector="knn+znorm", combine="max", **kw).fit(normal)
     np.testing.assert_allclose(-top.score_samples(x), np.max(z, axis=0), rtol=1e-9, atol=1e-9)
+
+
+def test_tail_scale_is_the_calibration_median_and_99th_percentile():
+    """member_scale="tail" (the default): z = (s - median) / (q99 - median) of the member's
+    held-out calibration novelties."""
+    normal, x = _ar1(1500, seed=24), _sine(400, seed=25)
+    kw = dict(window=20, aggregate="mean")
+    both = WindowNoveltyDetector(detector="knn+znorm", **kw).fit(normal)
+    assert both.member_scale_ == "tail"
+    z = []
+    for name in ("knn", "znorm-knn"):
+        one = WindowNoveltyDetector(detector=name, **kw).fit(normal)
+        med, q99 = np.percentile(one.calibration_scores_, [50, 99])
+        z.append((-one.score_samples(x) - med) / (q99 - med))
+    np.testing.assert_allclose(-both.score_samples(x), np.mean(z, axis=0), rtol=1e-9, atol=1e-9)
+    iqr = WindowNoveltyDetector(detector="knn+znorm", member_scale="iqr", **kw).fit(normal)
+    assert not np.allclose(iqr.score_samples(x), both.score_samples(x))
+    # a member whose calibration has no spread above the median falls back to its std, then 1
+    from novelty.windows._detector import _tail_scale
+
+    assert _tail_scale(np.r_[np.zeros(200), 5.0]) == (
+        0.0,
+        pytest.approx(np.std(np.r_[np.zeros(200), 5.0])),
+    )
+    assert _tail_scale(np.ones(50)) == (1.0, 1.0)
+
+
+def test_ladder_is_the_weighted_mean_of_members_at_half_one_two_and_four_windows():
+    """detector="ladder" (the default): knn members at w/2, w, 2w, 4w (segments scaled alike,
+    so segments keep their length) with weight 1/6 each and znorm-knn at w with weight 1/3;
+    each member's test novelty is that of the one-member detector of the same window and
+    segments, on the member's held-out scale."""
+    normal, x = _ar1(1500, seed=32), _sine(500, seed=33)
+    det = WindowNoveltyDetector(window=40, n_segments=8).fit(normal)
+    assert det.detector_ == "ladder" and det.member_windows_ == [20, 40, 80, 160, 40]
+    assert [f.p for f in det._featurizers] == [4, 8, 16, 32, 8]
+    specs = [("knn", 20, 4), ("knn", 40, 8), ("knn", 80, 16), ("knn", 160, 32),
+             ("znorm-knn", 40, 8)]  # fmt: skip
+    z = []
+    for (name, w, p), (med, q) in zip(specs, det.member_scales_):
+        one = WindowNoveltyDetector(window=w, n_segments=p, detector=name).fit(normal)
+        z.append((-one.score_samples(x) - med) / q)
+    want = np.average(z, axis=0, weights=[1, 1, 1, 1, 2])
+    np.testing.assert_allclose(-det.score_samples(x), want, rtol=1e-9, atol=1e-9)
+    # the half window is at least min(w, 16); the long members at most a quarter of the data
+    assert WindowNoveltyDetector(window=20).fit(normal).member_windows_ == [16, 20, 40, 80, 20]
+    assert WindowNoveltyDetector(window=12).fit(normal).member_windows_ == [12, 12, 24, 48, 12]
+    short = WindowNoveltyDetector(window=50).fit(normal[:500])
+    assert short.member_windows_ == [25, 50, 100, 125, 50]
+    # the held-out blocks each hold one longest window: 500 // 125 = 4 blocks
+    assert short.n_folds_ == 4
 
 
 def test_multiscale_averages_the_robust_z_of_members_at_one_and_two_windows():
@@ -102,7 +153,7 @@ def test_multiscale_averages_the_robust_z_of_members_at_one_and_two_windows():
         short.update(x[:200])
 
 
-@pytest.mark.parametrize("detector", ["knn+znorm", "multiscale"])
+@pytest.mark.parametrize("detector", ["knn+znorm", "multiscale", "ladder"])
 def test_save_and_load_give_the_same_scores(tmp_path, detector):
     normal, x = _sine(1200, d=2, seed=22), _sine(300, d=2, seed=23)
     det = WindowNoveltyDetector(window=24, detector=detector).fit(normal)
@@ -121,6 +172,8 @@ def test_save_and_load_give_the_same_scores(tmp_path, detector):
         (7, "mean", "znorm-knn"),
         ("auto", "mean", "multiscale"),
         (3, "max", "multiscale"),
+        ("auto", "mean", "ladder"),
+        (4, "max", "ladder"),
     ],
 )
 def test_chunked_scoring_equals_one_shot(stride, how, detector):
@@ -144,7 +197,7 @@ def test_chunked_scoring_equals_one_shot(stride, how, detector):
 
 def test_stream_computes_each_window_once():
     normal, x = _sine(1500, seed=7), _sine(700, seed=8)
-    det = WindowNoveltyDetector(window=30, stride=3).fit(normal)
+    det = WindowNoveltyDetector(window=30, stride=3, detector="knn").fit(normal)
     from novelty.windows import _engine
 
     counted = []
@@ -294,6 +347,11 @@ def test_input_errors_are_clear():
         WindowNoveltyDetector(window=1).fit(_sine(600))
     with pytest.raises(ValueError, match="stride=30 is larger than the window"):
         WindowNoveltyDetector(window=20, stride=30).fit(_sine(600))
+    with pytest.raises(
+        ValueError, match=r"stride=18 is larger than the shortest member window \(16"
+    ):
+        WindowNoveltyDetector(window=20, stride=18).fit(_sine(600))
+    WindowNoveltyDetector(window=20, stride=18, detector="multiscale").fit(_sine(600))
     with pytest.raises(ValueError, match="recording 1 has 3 channels"):
         WindowNoveltyDetector(window=20).fit([_sine(600, d=2), _sine(600, d=3)])
     with pytest.raises(ValueError, match="non-numeric column"):
@@ -303,8 +361,8 @@ def test_input_errors_are_clear():
 def test_scoring_memory_stays_within_max_memory_plus_the_documented_rows():
     """The module's memory promise, measured with tracemalloc (numpy reports its buffers):
     scoring a 30,000-step recording holds at most ``max_memory`` plus a copy of the recording
-    and one row of d + 1 floats per window and per step; a larger budget is used (so the bound
-    is the blocking's doing, not a loose one)."""
+    and, for each member, one row of d + 1 floats per window and per step; a larger budget is
+    used (so the bound is the blocking's doing, not a loose one)."""
     import tracemalloc
 
     rng = np.random.default_rng(0)
@@ -316,10 +374,11 @@ def test_scoring_memory_stays_within_max_memory_plus_the_documented_rows():
 
     normal, x = rec(30_000), rec(30_000)
     T, d = x.shape
-    rows = T * d * 8 + 2 * T * (d + 1) * 8  # the recording, window rows and step rows
     peaks = {}
     for budget in (2**22, 2**26):
         det = WindowNoveltyDetector(window=40, max_memory=budget).fit(normal)
+        # the recording, and each member's window rows and step rows
+        rows = T * d * 8 + len(det.member_windows_) * 2 * T * (d + 1) * 8
         tracemalloc.start()
         try:
             det.score_samples(x)

@@ -38,8 +38,8 @@ def test_fit_score_info_one_row_per_step(tmp_path, capsys):
     assert list(df.columns) == ["time", "novelty", "p_value", "flagged", "channel"]
     assert len(df) == 800 and df["time"].iloc[0].startswith("2024-02-01")
     flagged = np.flatnonzero(df["flagged"].to_numpy() == 1)
-    # flags spread at most one (longest member) window around the anomaly: 2 x 30 steps
-    inside = (flagged >= 400 - 60) & (flagged < 441 + 60)
+    # flags spread at most one longest member window around the anomaly: 4 x 30 steps
+    inside = (flagged >= 400 - 120) & (flagged < 441 + 120)
     assert set(range(400, 441)) <= set(flagged) and (~inside).sum() <= 0.06 * 800
     assert (df.loc[400:440, "channel"] == "b").all()
     # the same numbers as the Python API on the same data
@@ -49,7 +49,7 @@ def test_fit_score_info_one_row_per_step(tmp_path, capsys):
     assert main(["info", "--model", str(model)]) == 0
     info = capsys.readouterr().out
     assert "window model: 2 channel(s) (a, b), window 30" in info
-    assert "(members: windows 30, 60, 30; strides 3, 7, 3)" in info  # the multiscale default
+    assert "(members: windows 16, 30, 60, 120, 30; strides 2, 3, 7, 15, 3)" in info  # ladder
 
 
 def test_errors_are_one_line_with_status_2(tmp_path, capsys):

@@ -147,6 +147,12 @@ def methods() -> dict:
         )
     for agg in ("max", "mean"):  # second round (issue 32, H7): members at w and 2w
         m[f"ours:multiscale-{agg}"] = ours({"detector": "multiscale", "aggregate": agg})
+    # third round (issue 32, H2): members on their calibration's tail scale (q99 - median),
+    # and the "ladder" of level members at w/2, w, 2w and 4w
+    for det in ("multiscale", "ladder"):
+        for sc in ("iqr", "tail"):
+            m[f"ours:{det}-mean-{sc}"] = ours({"detector": det, "aggregate": "mean",
+                                              "member_scale": sc})  # fmt: skip
     m["sub-knn"] = sub_knn
     m["stumpy"] = stumpy_ab
     m["aeon-kmeans"] = _aeon(KMeansAD, True, lambda s: {"window_size": s.window, "random_state": 0})

@@ -9,7 +9,8 @@ normal), one value per step.
 
 **Calibration per step.** Overlapping windows share steps, so neither windows nor steps are
 independent, and the normal windows cannot score themselves. The concatenated normal data is
-cut into ``n_folds`` contiguous blocks; for each block, the reference is every normal window
+cut into ``n_folds`` contiguous blocks (fewer when a block would hold fewer than two windows or
+one longest member window); for each block, the reference is every normal window
 that ends at least ``window`` steps before the block or starts at least ``window`` steps after
 it, and the block's steps are scored as a recording of their own (the ``window - 1`` steps next to a
 cut, covered by fewer windows than inside a recording, are left out). With members of several
@@ -40,7 +41,7 @@ returns equal ``score_samples`` of the whole recording.
 **Memory.** ``max_memory`` (bytes) bounds the working memory of scoring: windows are scored in
 blocks whose distance matrices fit in it, and the reference is thinned (a larger reference
 stride) so that its features take at most a quarter of it. Beyond that, scoring holds a copy
-of the recording and one row of ``d + 1`` floats per window and per step.
+of the recording and, for each member, one row of ``d + 1`` floats per window and per step.
 """
 
 from __future__ import annotations
@@ -61,16 +62,27 @@ __all__ = ["WindowNoveltyDetector", "WindowExplanation", "WindowStream"]
 DEFAULT_MAX_MEMORY = 256 * 2**20
 #: the choices ``detector`` and ``aggregate`` take when None (decided on the benchmark's
 #: tuning half: docs/windows.md)
-DEFAULT_DETECTOR = "multiscale"
+DEFAULT_DETECTOR = "ladder"
 DEFAULT_AGGREGATE = "mean"
-DETECTORS = ("knn", "znorm-knn", "knn+znorm", "multiscale")
-#: the members of each detector: (window multiple, z-normalised)
+DEFAULT_MEMBER_SCALE = "tail"
+DETECTORS = ("knn", "znorm-knn", "knn+znorm", "multiscale", "ladder")
+#: the members of each detector: (window multiple, z-normalised, weight in the mean)
 MEMBERS = {
-    "knn": ((1, False),),
-    "znorm-knn": ((1, True),),
-    "knn+znorm": ((1, False), (1, True)),
-    "multiscale": ((1, False), (2, False), (1, True)),
+    "knn": ((1, False, 1.0),),
+    "znorm-knn": ((1, True, 1.0),),
+    "knn+znorm": ((1, False, 1 / 2), (1, True, 1 / 2)),
+    "multiscale": ((1, False, 1 / 3), (2, False, 1 / 3), (1, True, 1 / 3)),
+    # level members at w/2, w, 2w, 4w share 2/3, the shape member at w has 1/3
+    "ladder": (
+        (0.5, False, 1 / 6),
+        (1, False, 1 / 6),
+        (2, False, 1 / 6),
+        (4, False, 1 / 6),
+        (1, True, 1 / 3),
+    ),  # fmt: skip
 }
+#: the upper quantile of the "tail" member scale
+TAIL_QUANTILE = 99.0
 
 
 class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
@@ -84,22 +96,34 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     stride : "auto" (default) or int >= 1, steps between window starts when scoring (and in
         calibration). "auto": ``max(1, window // 8)`` for each member's window, so each step
         is covered by about 8 windows of each member. At most ``window``.
-    detector : None (default, the tuned choice: "multiscale"), "knn", "znorm-knn",
-        "knn+znorm" or "multiscale". "knn": windows standardised per channel by the normal
-        data's statistics (level and shape); "znorm-knn": each window and channel
+    detector : None (default, the tuned choice: "ladder"), "knn", "znorm-knn",
+        "knn+znorm", "multiscale" or "ladder". "knn": windows standardised per channel by the
+        normal data's statistics (level and shape); "znorm-knn": each window and channel
         z-normalised on its own (shape only, level and scale ignored); "knn+znorm": both,
-        each member's step novelty put on the scale of its own held-out calibration
-        novelties, :math:`z = (s - \operatorname{median}) / \operatorname{IQR}`, and the
-        mean of the z taken (as :class:`novelty.KernelNoveltyDetector` combines its members);
-        "multiscale": three members so combined, "knn" at the window, "knn" at twice the
-        window (``2 * n_segments`` segments, so segments keep their length; capped at a
-        quarter of the normal steps and half the longest recording) and "znorm-knn" at the
-        window: a hedge against a period estimate off by a factor of two, with two
-        level-aware members to one shape member. ``member_windows_`` holds the members'
-        windows. The channel shares are those of the member with the largest z.
+        each member's step novelty :math:`s` put on the scale of its own held-out
+        calibration novelties, :math:`z = (s - \operatorname{median}) / \mathrm{scale}`
+        (``member_scale``), and the z averaged (as :class:`novelty.KernelNoveltyDetector`
+        combines its members); "multiscale": three members so combined, "knn" at the
+        window, "knn" at twice the window and "znorm-knn" at the window; "ladder": "knn" at
+        :math:`w/2, w, 2w, 4w` and "znorm-knn" at :math:`w`, combined as
+        :math:`z = \tfrac16 (z_{w/2} + z_w + z_{2w} + z_{4w}) + \tfrac13 z^{\mathrm{shape}}_w`:
+        a hedge against a period estimate off by a factor of two or four (and a unit that
+        spans several periods), with the level members sharing two thirds, as in
+        "multiscale". A member at :math:`m w` has ``round(m * n_segments)`` segments (so
+        segments keep their length) and its window is clipped to
+        ``[min(w, 16), max(w, cap)]``, ``cap`` a quarter of the normal steps and half the
+        longest recording. ``member_windows_`` holds the members' windows. The channel
+        shares are those of the member with the largest z.
     aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
         windows covering it.
-    combine : "mean" (default) or "max": how several members' z-scores are combined.
+    combine : "mean" (default) or "max": how several members' z-scores are combined (the
+        mean is weighted as above; the maximum ignores the weights).
+    member_scale : None (default, the tuned choice: "tail"), "tail" or "iqr": the scale of a
+        member's z, from its held-out calibration novelties :math:`c`: "tail"
+        :math:`q_{0.99}(c) - \operatorname{median}(c)` (the members agree where the flag
+        threshold lies, in normal data's upper tail), "iqr" the interquartile range (either
+        falls back to the standard deviation, then 1, when it is 0). ``member_scale_`` holds
+        the one used.
     contamination : float in (0, 0.5], default 0.01, the expected share of steps of new
         normal data that ``predict`` flags (module docstring: what it guarantees).
     n_neighbors : int >= 1, default 1, the window novelty is the mean distance to this many
@@ -107,7 +131,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     n_segments : int >= 1, default 32, segment means per channel and window (PAA; at most
         ``window``, which makes the distance exact).
     n_folds : int >= 2, default 5, held-out blocks of the calibration (fewer when the normal
-        data holds fewer than ``2 * window * n_folds`` steps).
+        data holds fewer than ``2 * window * n_folds`` steps, or fewer than ``n_folds``
+        longest member windows).
     max_reference : int >= 1, default 20000, the most normal windows kept (the reference stride
         grows beyond that).
     max_memory : None (256 MiB) or int >= 1, bytes of working memory (module docstring).
@@ -137,10 +162,10 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     50
     >>> new = np.sin(2 * np.pi * t[:1000] / 50) + 0.1 * rng.normal(size=1000)
     >>> new[500:540] = 0.0
-    >>> det.member_windows_  # knn at 50 and 100 steps, znorm-knn at 50
-    [50, 100, 50]
+    >>> det.member_windows_  # knn at 25, 50, 100 and 200 steps, znorm-knn at 50
+    [25, 50, 100, 200, 50]
     >>> flagged = np.flatnonzero(det.predict(new) == -1)
-    >>> bool(((flagged >= 400) & (flagged < 640)).mean() > 0.9)  # within the longest window
+    >>> bool(((flagged >= 300) & (flagged < 740)).mean() > 0.9)  # within the longest window
     True
     """
 
@@ -150,6 +175,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         "detector": [None, StrOptions(set(DETECTORS))],
         "aggregate": [None, StrOptions({"max", "mean"})],
         "combine": [StrOptions({"mean", "max"})],
+        "member_scale": [None, StrOptions({"iqr", "tail"})],
         "contamination": [Interval(Real, 0, 0.5, closed="right")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "n_segments": [Interval(Integral, 1, None, closed="left")],
@@ -167,6 +193,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         detector: str | None = None,
         aggregate: str | None = None,
         combine: str = "mean",
+        member_scale: str | None = None,
         contamination: float = 0.01,
         n_neighbors: int = 1,
         n_segments: int = 32,
@@ -181,6 +208,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.detector = detector
         self.aggregate = aggregate
         self.combine = combine
+        self.member_scale = member_scale
         self.contamination = contamination
         self.n_neighbors = n_neighbors
         self.n_segments = n_segments
@@ -240,7 +268,13 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.aggregate_ = self.aggregate or DEFAULT_AGGREGATE
         # a member at m x window: at most what the data allows for the window itself
         cap = min(total // 4, max(len(r) for r in z) // 2)
-        self.member_windows_ = [max(w, min(m * w, cap)) for m, _ in MEMBERS[self.detector_]]
+        self.member_windows_ = [_member_window(m, w, cap) for m, _, _ in MEMBERS[self.detector_]]
+        if self.stride != "auto" and int(self.stride) > min(self.member_windows_):
+            raise ValueError(
+                f"stride={self.stride} is larger than the shortest member window "
+                f"({min(self.member_windows_)}, of detector {self.detector_!r}): steps would be "
+                "left uncovered; pass a smaller stride or stride='auto'"
+            )
         self._featurizers = self._make_featurizers()
         self._budget = int(self.max_memory or DEFAULT_MAX_MEMORY)
         n_windows = sum(max(0, len(r) - w + 1) for r in z)
@@ -249,7 +283,9 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.references_ = [self._reference(f, z, offsets[:-1]) for f in self._featurizers]
         self.n_normal_steps_ = int(total)
         cal = self._calibrate(z, offsets)
-        self.member_scales_ = None if len(cal) == 1 else [_robust_scale(c) for c in cal]
+        self.member_scale_ = self.member_scale or DEFAULT_MEMBER_SCALE
+        scale = _robust_scale if self.member_scale_ == "iqr" else _tail_scale
+        self.member_scales_ = None if len(cal) == 1 else [scale(c) for c in cal]
         self.calibration_scores_ = self._combine_novelty(cal)
         self._set_threshold()
         self.fit_seconds_ = time.perf_counter() - start
@@ -290,8 +326,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         from ._engine import Featurizer
 
         out = []
-        for (m, zn), wm in zip(MEMBERS[self.detector_], self._member_windows()):
-            segs = int(self.n_segments) * m
+        for (m, zn, _), wm in zip(MEMBERS[self.detector_], self._member_windows()):
+            segs = max(1, round(int(self.n_segments) * m))
             out.append(Featurizer(window=int(wm), n_segments=segs, znorm=zn, d=self.n_channels_))
         return out
 
@@ -302,11 +338,17 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         return max(1, min(int(self.max_reference), self._budget // (4 * 8 * dim)))
 
     def _combine_novelty(self, novelties: list) -> np.ndarray:
-        """One member: its novelty; two: the mean of their robust z-scores."""
+        """One member: its novelty; several: the weighted mean (``MEMBERS``' weights) or the
+        maximum of their z-scores on their own calibration scales."""
         if self.member_scales_ is None:
             return np.asarray(novelties[0], dtype=np.float64)
         z = [(v - m) / q for v, (m, q) in zip(novelties, self.member_scales_)]
-        return np.mean(z, axis=0) if self.combine == "mean" else np.max(z, axis=0)
+        if self.combine == "max":
+            return np.max(z, axis=0)
+        return np.average(z, axis=0, weights=self._member_weights())
+
+    def _member_weights(self) -> np.ndarray:
+        return np.array([wt for _, _, wt in MEMBERS[self.detector_]])
 
     def _reference(self, featurizer, z, offsets):
         from ._engine import Reference
@@ -332,7 +374,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
 
         w = self.max_window_
         total = int(offsets[-1])
-        k = int(min(self.n_folds, total // (2 * self.window_)))
+        # each block holds two base windows and one longest member window
+        k = int(min(self.n_folds, total // (2 * self.window_), total // w))
         bounds = [round(i * total / k) for i in range(k + 1)]
         strides = self._member_strides()
         plan(k)
@@ -406,7 +449,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             )  # fmt: skip
             for f, ref, stride in zip(self._featurizers, self.references_, self._member_strides())
         ]
-        return Ensemble(streams, self.member_scales_, self.combine)
+        return Ensemble(streams, self.member_scales_, self.combine, self._member_weights())
 
     def _standardised(self, X) -> np.ndarray:
         recs, names = _read(X, self.missing, many=False, name="X")
@@ -630,6 +673,22 @@ class WindowExplanation:
             )
         cols = ["start", "end", "peak", "novelty", "p_value", "channel"]
         return pd.DataFrame(rows, columns=cols)
+
+
+def _member_window(m: float, w: int, cap: int) -> int:
+    """A member's window, ``m`` x the window ``w``: at least ``min(w, 16)`` and at most
+    ``max(w, cap)`` (cap: a quarter of the normal steps, half the longest recording)."""
+    return int(min(max(round(m * w), min(w, 16)), max(w, cap)))
+
+
+def _tail_scale(c: np.ndarray) -> tuple[float, float]:
+    """(median, q99 - median) of a member's calibration novelties, q99 their 99th percentile
+    (not above the median: the standard deviation, or 1)."""
+    med, hi = np.percentile(c, [50, TAIL_QUANTILE])
+    tail = hi - med
+    if not tail > 0:
+        tail = float(np.std(c)) or 1.0
+    return float(med), float(tail)
 
 
 def _robust_scale(c: np.ndarray) -> tuple[float, float]:

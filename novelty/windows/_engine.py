@@ -256,13 +256,15 @@ def score_recording(x, feat, ref, k, stride, how, max_bytes, on_block=None) -> n
 
 class Ensemble:
     """Streams of several members over the same recording: one member's rows as they are;
-    several: the mean (``combine`` "mean") or the maximum ("max") of the members' robust
-    z-scores ``(novelty - median) / IQR`` (``scales``), with the channel shares of the member
+    several: the mean weighted by ``weights`` (``combine`` "mean"; None: equal weights) or the
+    maximum ("max") of the members' z-scores ``(novelty - median) / scale`` (``scales``: each
+    member's (median, scale) of its calibration), with the channel shares of the member
     whose z is largest at that step. Members of different windows or strides emit their steps
     at different times: the rows of a step are held until every member has emitted it."""
 
-    def __init__(self, streams: list[Stream], scales, combine: str = "mean"):
+    def __init__(self, streams: list[Stream], scales, combine: str = "mean", weights=None):
         self.streams = streams
+        self.weights = weights
         self.scales = scales
         self.combine = combine
         self.pending = [np.zeros((0, 1 + s.feat.d)) for s in streams]
@@ -283,5 +285,8 @@ class Ensemble:
         z = np.stack([(r[:, 0] - m) / q for r, (m, q) in zip(rows, self.scales)])
         best = np.argmax(z, axis=0)
         shares = np.stack([r[:, 1:] for r in rows])[best, np.arange(z.shape[1])]
-        nov = z.mean(axis=0) if self.combine == "mean" else z.max(axis=0)
+        if self.combine == "max":
+            nov = z.max(axis=0)
+        else:
+            nov = np.average(z, axis=0, weights=self.weights)
         return np.column_stack([nov, shares])

@@ -40,6 +40,7 @@ def save_window_model(det, path, extra: dict | None = None) -> Path:
         "member_scales_": det.member_scales_,
         "n_members": len(det.references_),
         "member_windows_": [int(w) for w in det._member_windows()],
+        "member_scale_": getattr(det, "member_scale_", "iqr"),
         "extra": extra or {},
     }
     for k in _SCALARS:
@@ -105,6 +106,8 @@ def _load(path, cls):
         det.calibration_scores_ = z["calibration"]
         # files written before members had their own windows: every member at window_
         det.member_windows_ = meta.get("member_windows_", [det.window_] * meta["n_members"])
+        # files written before the member scale was a choice: the IQR
+        det.member_scale_ = meta.get("member_scale_", "iqr")
     det.offset_ = -det.threshold_
     det._featurizers = det._make_featurizers()
     det._budget = int(det.max_memory or 256 * 2**20)
