@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import json
 import os
 import pstats
 import time
@@ -119,7 +120,15 @@ def main() -> None:
         metavar="DATASET",
         help="time one CV cell (middle grid point, time channel on) per default kernel of the "
         "paper preset on each data set (none named: every set under --data-dir) and "
-        "extrapolate the preset's CV time as cells x s/cell",
+        "extrapolate the preset's CV time as cells x CPU s/cell (a feature axis: every "
+        "feature count timed)",
+    )
+    p.add_argument(
+        "--estimate-kernels",
+        nargs="+",
+        default=None,
+        metavar="KERNEL",
+        help="with --estimate: these kernels only (default: the paper preset's default zoo)",
     )
     args = p.parse_args()
     if args.estimate is not None:
@@ -186,44 +195,106 @@ def sequence(args, data, grid, cell, config) -> None:
           f"{' '.join(f'{c:.3f}' for c in cpu)}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
 
 
+def _cost_points(grid) -> list[tuple[dict, float]]:
+    """The grid points timed for the estimate, each with the fraction of the grid's points it
+    stands for: the middle point; for a grid with a ``features`` axis (the randomized
+    signature, whose cost grows with the square of the feature count) the middle of the
+    other axes at every feature count."""
+    points = kernel_grid_points(grid)
+    if "features" not in grid.axes:
+        return [(points[len(points) // 2], 1.0)]
+    feats = list(grid.axes["features"])
+    out = []
+    for f in feats:
+        mine = [p for p in points if p["features"] == f]
+        out.append((mine[len(mine) // 2], 1.0 / len(feats)))
+    return out
+
+
+def _reference(args, config):
+    """The load reference: one CV cell of NATOPS, flat_rbf (middle point, time channel),
+    CPU seconds; timed before each data set to show how the load inflates CPU seconds."""
+    if not (Path(args.data_dir) / "NATOPS").is_dir():
+        return None
+    data = load_dataset("NATOPS", args.data_dir)
+    grid = PRESETS["paper"].grids["flat_rbf"]
+    points = kernel_grid_points(grid)
+    cell = {"cls": data.classes[0], "kernel": "flat_rbf", "point": points[len(points) // 2],
+            "levels": grid.levels, "time_channel": True, "scorers": args.scorers}  # fmt: skip
+    run_cv_cell(cell, data, config)
+
+    def timed() -> float:
+        t0 = time.process_time()
+        run_cv_cell(cell, data, config)
+        return time.process_time() - t0
+
+    return timed
+
+
 def estimate(args) -> None:
-    """One timed CV cell per (data set, default kernel); the paper preset's CV time
-    extrapolated as sum over (data set, kernel) of n_classes x n_points x 2 x s/cell."""
+    """One timed CV cell per (data set, default kernel) (per feature count for the randomized
+    signature); the paper preset's CV time extrapolated as sum over (data set, kernel) of
+    n_classes x n_points x 2 x CPU s/cell (``time.process_time``: CPU seconds of the process,
+    one thread), with a per-kernel summary table."""
     import tskernels
     from experiments._grids import REGISTRY_NAME
 
     names = args.estimate or sorted(q.name for q in Path(args.data_dir).iterdir() if q.is_dir())
     grids = PRESETS["paper"].grids
-    kernels = [k for k, g in grids.items() if g.default]
+    kernels = args.estimate_kernels or [k for k, g in grids.items() if g.default]
     registry = tskernels.kernel_registry()
     config = _config(args)
     warm = dict(config, folds=2, repeats=1)
+    ref = _reference(args, config)
     print(f"load average before: {os.getloadavg()}; config {args.folds} x {args.repeats_cv} CV, "
-          f"share={args.share}, scorers {' '.join(args.scorers)}")  # fmt: skip
-    print("| data set | kernel | s / cell | cells | estimated s |")
-    print("|---|---|---|---|---|")
+          f"share={args.share}, scorers {' '.join(args.scorers)}, "
+          f"threads {args.threads}")  # fmt: skip
+    print("| data set | kernel | point | CPU s / cell | wall s / cell | cells | estimated CPU s |")
+    print("|---|---|---|---|---|---|---|")
     total, n_total = 0.0, 0
+    per_kernel: dict[str, list[float]] = {}
+    refs = []
     for name in names:
+        if ref is not None:
+            refs.append(ref())
+            print(f"reference cell (NATOPS flat_rbf) before {name}: {refs[-1]:.3f} CPU s; "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
         data = load_dataset(name, args.data_dir)
         for k in kernels:
             if not data.equal_length and not registry[REGISTRY_NAME.get(k, k)].unequal_length:
                 continue
-            points = kernel_grid_points(grids[k])
-            cell = {"cls": data.classes[0], "kernel": k, "point": points[len(points) // 2],
-                    "levels": grids[k].levels, "time_channel": True,
-                    "scorers": args.scorers}  # fmt: skip
-            run_cv_cell(cell, data, warm)  # compilation and caches outside the timing
-            t0 = time.perf_counter()
-            rows = run_cv_cell(cell, data, config)
-            dt = time.perf_counter() - t0
-            errors = {r["error"] for r in rows if r["error"]}
-            n_cells = len(data.classes) * len(points) * 2
-            total += dt * n_cells
-            n_total += n_cells
-            note = f" (error: {sorted(errors)[0][:60]})" if errors else ""
-            print(f"| {name} | {k} | {dt:.3f} | {n_cells} | {dt * n_cells:.0f} |{note}",
-                  flush=True)  # fmt: skip
-    print(f"total: {n_total} CV cells, {total:.0f} s on one core = {total / 3600:.2f} h; "
+            n_cells = len(data.classes) * len(kernel_grid_points(grids[k])) * 2
+            for point, weight in _cost_points(grids[k]):
+                cell = {"cls": data.classes[0], "kernel": k, "point": point,
+                        "levels": grids[k].levels, "time_channel": True,
+                        "scorers": args.scorers}  # fmt: skip
+                run_cv_cell(cell, data, warm)  # compilation and caches outside the timing
+                t0, c0 = time.perf_counter(), time.process_time()
+                rows = run_cv_cell(cell, data, config)
+                dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+                errors = {r["error"] for r in rows if r["error"]}
+                cells = n_cells * weight
+                total += cpu * cells
+                n_total += cells
+                acc = per_kernel.setdefault(k, [0.0, 0.0])
+                acc[0] += cells
+                acc[1] += cpu * cells
+                note = f" (error: {sorted(errors)[0][:60]})" if errors else ""
+                short = json.dumps(point, sort_keys=True)
+                print(f"| {name} | {k} | {short} | {cpu:.3f} | {dt:.3f} | {cells:.0f} | "
+                      f"{cpu * cells:.0f} |{note}", flush=True)  # fmt: skip
+    if ref is not None:
+        refs.append(ref())
+        print(f"reference cell (NATOPS flat_rbf) at the end: {refs[-1]:.3f} CPU s; reference "
+              f"cells: median {np.median(refs):.3f}, min {min(refs):.3f}, "
+              f"max {max(refs):.3f}")  # fmt: skip
+    print("\n| kernel | CV cells | mean CPU s / cell | core-hours | share |")
+    print("|---|---|---|---|---|")
+    for k, (cells, cpu) in sorted(per_kernel.items(), key=lambda kv: -kv[1][1]):
+        print(f"| {k} | {cells:.0f} | {cpu / cells:.3f} | {cpu / 3600:.2f} | "
+              f"{100 * cpu / total:.1f} % |")  # fmt: skip
+    print(f"| **all** | {n_total:.0f} | {total / n_total:.3f} | {total / 3600:.2f} | 100 % |")
+    print(f"total: {n_total:.0f} CV cells, {total:.0f} CPU s = {total / 3600:.2f} core-hours; "
           f"{total / 7200:.2f} h on 2 cores (2 workers, at the load measured)")  # fmt: skip
     print(f"load average after: {os.getloadavg()}")
 

@@ -34,7 +34,9 @@ test ROC-AUC 0.24 instead of 0.97.
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -138,28 +140,32 @@ def _normalise(Kcc, Koc, d_o):
     return Kcc, Koc, torch.ones_like(d_o)
 
 
-def fold_grams(kernel, C, O, levels: list[int] | None = None):
+def fold_grams(kernel, C, O, levels: list[int] | None = None, features=None):
     """Normalised Grams of corpus ``C`` and others ``O``: (Kcc (L, N, N), Koc (L, n, N),
     diag of O (L, n)), L = len(levels) for a pass kernel (``gram_levels``), else 1.
 
     A kernel with a data-dependent parameter (``fit``, e.g. the GAK median heuristic) is
-    fitted on the corpus first, so corpus and others see the same kernel."""
+    fitted on the corpus first, so corpus and others see the same kernel. ``features``: a
+    randomized-signature kernel's features of C and O solved ahead (:func:`_solve_ahead`),
+    as ((draw key, values, lengths, Z) of C, the same of O); served when the kernel's
+    parameters and the checked batches' values and lengths are those they were solved for."""
     if not kernel.get_tag("fit_is_empty"):
         kernel.fit(C)
     if levels is None:
-        with _computed_once(kernel):
+        with _computed_once(kernel, features):
             Kcc = kernel.gram(C)[None]
             Koc = kernel.gram(O, C)[None]
             d_o = kernel.diag(O)[None]
     else:
-        Kcc = _select_levels(kernel.gram_levels(C, normalize=True), levels)
-        Koc = _select_levels(kernel.gram_levels(O, C, normalize=True), levels)
+        with _levels_shared(kernel):
+            Kcc = _select_levels(kernel.gram_levels(C, normalize=True), levels)
+            Koc = _select_levels(kernel.gram_levels(O, C, normalize=True), levels)
         d_o = torch.ones(Koc.shape[:2], dtype=Koc.dtype, device=Koc.device)
     return _normalise(Kcc.to(torch.float64), Koc.to(torch.float64), d_o.to(torch.float64))
 
 
 @contextmanager
-def _computed_once(kernel):
+def _computed_once(kernel, features=None):
     """Inside the block the kernel computes what ``gram(C)``, ``gram(O, C)`` and ``diag(O)``
     share once per batch:
 
@@ -175,7 +181,11 @@ def _computed_once(kernel):
 
     A batch is recognised by its values and lengths (compared exactly), the results are the
     kernel's own (handed out as copies), so every Gram is bit for bit the one computed without
-    the block. Other kernels: no-op."""
+    the block. Other kernels: no-op.
+
+    ``features``: entries (draw key, values, lengths, Z) the randomized signature's memo starts
+    with (features solved ahead for this kernel's parameters, :func:`_solve_ahead`); an entry
+    of other parameters is ignored."""
     from tskernels import RandomizedSignatureKernel
 
     names = []
@@ -185,7 +195,11 @@ def _computed_once(kernel):
     if type(kernel)._checks_cross_diag:
         names.append("_checked_diag")
     for name in names:
-        setattr(kernel, name, _once(getattr(kernel, name)))  # shadows the method
+        seed = None
+        if name == "_features" and features:
+            key = _draw_key(kernel)
+            seed = [entry[1:] for entry in features if entry[0] == key]
+        setattr(kernel, name, _once(getattr(kernel, name), seed))  # shadows the method
     if isinstance(kernel, RandomizedSignatureKernel):
         names.append("_draw")
     try:
@@ -207,8 +221,7 @@ def _draw_once(kernel):
     """``kernel._draw(d)`` taken from ``_DRAWS`` when a kernel of the same class, parameters
     (all of ``get_params``), device and dtype drew for ``d`` channels before (copies)."""
     compute = kernel._draw
-    params = (type(kernel), repr(sorted(kernel.get_params().items())))
-    params += (str(kernel._device), str(kernel._dtype))
+    params = _draw_key(kernel)
 
     def draw(d):
         key = (*params, int(d))
@@ -228,6 +241,13 @@ def _draw_once(kernel):
     return draw
 
 
+def _draw_key(kernel) -> tuple:
+    """What a randomized-signature kernel's draws and features depend on besides the data:
+    its class, all its parameters, device and dtype."""
+    params = (type(kernel), repr(sorted(kernel.get_params().items())))
+    return (*params, str(kernel._device), str(kernel._dtype))
+
+
 def _nbytes_of(draw) -> int:
     return sum(t.element_size() * t.nelement() for t in draw)
 
@@ -236,9 +256,10 @@ def _draws_nbytes() -> int:
     return sum(_nbytes_of(draw) for draw in _DRAWS.values())
 
 
-def _once(compute):
-    """``compute(X)`` of a SeriesBatch, remembered per batch (values and lengths)."""
-    memo: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+def _once(compute, seed=None):
+    """``compute(X)`` of a SeriesBatch, remembered per batch (values and lengths); ``seed``:
+    entries (values, lengths, result) known before the first call."""
+    memo: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = list(seed or [])
 
     def once(X):
         for values, lengths, result in memo:
@@ -253,6 +274,104 @@ def _once(compute):
         return result.clone()
 
     return once
+
+
+#: Level terms of order-1 signature kernels at amplitude 1, kept across cells by
+#: :func:`_levels_shared`: (parameters but the amplitude, device, dtype) -> {(what, batch
+#: keys): (batches' values and lengths, terms)}, the last ``_N_LEVEL_GROUPS`` parameter sets.
+_LEVELS: OrderedDict = OrderedDict()
+_N_LEVEL_GROUPS = 2
+#: The most bytes of level terms (and the batches they were computed from) kept.
+LEVELS_BYTES = 64 * 2**20
+
+
+@contextmanager
+def _levels_shared(kernel):
+    """Inside the block an order-1 truncated signature kernel with a non-linear static kernel
+    (the recursion over the double-differenced static Gram D; ``trunc_sig_rbf_order1``) whose
+    ``amplitude`` a is a power of two takes its level terms P_m (m = 1..N) from those of the
+    same kernel at amplitude 1, computed once per batch pair and kept across cells (the
+    preset's five amplitudes 1/4 .. 4 of one bandwidth are five cells with the same folds):
+    P_m(a) = a^m P_m(1) bit for bit, since D(a) = a D(1) exactly and every sum and product
+    of the recursion then carries the factor a^m exactly (binary floating point scales
+    exactly by powers of two, barring overflow and subnormal values, which the tests compare
+    whole CV cells for). Other kernels: no-op."""
+    from tskernels import Linear, TruncatedSignatureKernel
+
+    a = float(getattr(kernel, "amplitude", 1.0))
+    if (
+        type(kernel) is not TruncatedSignatureKernel
+        or kernel.discretization != "order1"
+        or isinstance(kernel._static, Linear)
+        or not (a > 0 and math.frexp(a)[0] == 0.5)
+    ):
+        yield
+        return
+    base = copy.copy(kernel)
+    base.amplitude = 1.0
+    params = {k: v for k, v in kernel.get_params(deep=True).items() if k != "amplitude"}
+    group = (type(kernel), repr(sorted(params.items())), str(kernel._device), str(kernel._dtype))
+    N = int(kernel.level)
+    factors = torch.tensor([a ** (m + 1) for m in range(N)], dtype=torch.float64)
+
+    def scaled(P):
+        out = P.clone()
+        if a != 1.0:
+            out.mul_(factors.to(out.dtype).reshape((N,) + (1,) * (out.dim() - 1)))
+        return out
+
+    def shared(what, compute, *batches):
+        key = (what, *(_batch_key(b) for b in batches))
+        with _LOCK:
+            entries = _LEVELS.get(group)
+            if entries is None:
+                entries = _LEVELS[group] = {}
+            _LEVELS.move_to_end(group)
+            hit = entries.get(key)
+        if hit is not None and all(
+            torch.equal(v, b.values) and torch.equal(n, b.lengths)
+            for (v, n), b in zip(hit[0], batches)
+        ):
+            return scaled(hit[1])
+        P = compute()
+        kept = tuple((b.values, b.lengths) for b in batches)
+        with _LOCK:
+            entries[key] = (kept, P)
+            while len(_LEVELS) > _N_LEVEL_GROUPS or (
+                len(_LEVELS) > 1 and _levels_nbytes() > LEVELS_BYTES
+            ):
+                _LEVELS.popitem(last=False)  # the other parameters' terms first
+            if _levels_nbytes() > LEVELS_BYTES:
+                del entries[key]  # used, not kept
+        return scaled(P)
+
+    def levels_block(X, Y, symmetric):
+        return shared(("block", bool(symmetric)), lambda: base._levels_block(X, Y, symmetric), X, Y)
+
+    def diag_levels(X):
+        return shared(("diag",), lambda: base._diag_levels(X), X)
+
+    kernel._levels_block = levels_block  # shadows the methods
+    kernel._diag_levels = diag_levels
+    try:
+        yield
+    finally:
+        del kernel._levels_block, kernel._diag_levels
+
+
+def _batch_key(b) -> tuple:
+    """A SeriesBatch's shape, lengths and a hash of its values (a hit is confirmed by value)."""
+    return (tuple(b.values.shape), b.lengths.cpu().numpy().tobytes(),
+            hash(b.values.detach().cpu().numpy().tobytes()))  # fmt: skip
+
+
+def _levels_nbytes() -> int:
+    total = 0
+    for entries in _LEVELS.values():
+        for kept, P in entries.values():
+            total += P.element_size() * P.nelement()
+            total += sum(v.element_size() * v.nelement() for v, _ in kept)
+    return total
 
 
 def _select_levels(G: torch.Tensor, levels: list[int]) -> torch.Tensor:
@@ -318,17 +437,23 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
         if config["share"] == "class":
             shared = _class_grams(cell, data, config)
             gram_seconds += shared["seconds"]
+        folds = []
         for tr, va in splits:
             corpus = tr[y[tr] == cls]
             labels = y[va] == cls
             if len(corpus) < 2 or labels.all() or not labels.any():
                 continue
+            folds.append((corpus, va, labels))
+        ahead: dict = {}  # fold -> (C, V, features): the pre-processed folds solved ahead
+        for i, (corpus, va, labels) in enumerate(folds):
             t0 = time.perf_counter()
             if shared is None:
-                C, V = _fold_inputs(data, cls, corpus, va, tc, config)
+                if i not in ahead:
+                    ahead = _solve_ahead(cell, data, config, folds, i)
+                C, V, features = ahead.pop(i)
                 d, T = _shape(C)
                 kernel = build_kernel(cell["kernel"], cell["point"], d, T, levels, config["device"])
-                Kcc, Kvc, d_v = fold_grams(kernel, C, V, levels)
+                Kcc, Kvc, d_v = fold_grams(kernel, C, V, levels, features=features)
             else:
                 pos = np.searchsorted(shared["class_idx"], corpus)
                 Kcc = shared["Kcc"][:, pos][:, :, pos]
@@ -387,6 +512,52 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
                 }
             )
     return rows
+
+
+#: Bytes of pre-processed series whose randomized-signature features :func:`_solve_ahead`
+#: solves in one call (the folds of a cell up to this size; at least one fold).
+SOLVE_AHEAD_BYTES = 64 * 2**20
+
+
+def _solve_ahead(cell: dict, data: Dataset, config: dict, folds: list, start: int) -> dict:
+    """The pre-processed inputs of fold ``start`` (:func:`_fold_inputs`), as
+    {fold: (C, V, features)}. For a randomized-signature kernel, also those of the next folds
+    up to ``SOLVE_AHEAD_BYTES`` of series, with the features of every fold's C and V solved
+    in one call (:meth:`RandomizedSignatureKernel._features_of_batches`: one product a step
+    over all those series instead of two small solves per fold; the random map is the same
+    for every fold of the cell). ``features`` is None for other kernels."""
+    from tskernels import RandomizedSignatureKernel
+
+    levels = cell["levels"]
+    tc = bool(cell["time_channel"])
+
+    def inputs(i):
+        corpus, va, _ = folds[i]
+        return _fold_inputs(data, cell["cls"], corpus, va, tc, config)
+
+    C, V = inputs(start)
+    d, T = _shape(C)
+    kernel = build_kernel(cell["kernel"], cell["point"], d, T, levels, config["device"])
+    if levels is not None or not isinstance(kernel, RandomizedSignatureKernel):
+        return {start: (C, V, None)}
+    group = {start: (C, V)}
+    size = _nbytes(C) + _nbytes(V)
+    for i in range(start + 1, len(folds)):
+        if size >= SOLVE_AHEAD_BYTES:
+            break
+        group[i] = inputs(i)
+        size += sum(_nbytes(X) for X in group[i])
+    batches = [kernel._check_input(X, "X") for pair in group.values() for X in pair]
+    kernel._check_parameters()
+    key = _draw_key(kernel)
+    with _computed_once(kernel), kernel._threads():
+        Z = kernel._features_of_batches(batches)
+    out = {}
+    for j, (i, (C, V)) in enumerate(group.items()):
+        bc, bv = batches[2 * j], batches[2 * j + 1]
+        out[i] = (C, V, ((key, bc.values, bc.lengths, Z[2 * j]),
+                         (key, bv.values, bv.lengths, Z[2 * j + 1])))  # fmt: skip
+    return out
 
 
 #: Memory for the pre-processed folds kept by :func:`_fold_inputs` (per process).

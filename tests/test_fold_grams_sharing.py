@@ -228,7 +228,10 @@ def test_randomized_signature_draws_once_per_cell_and_rows_bit_equal(monkeypatch
     rows = run_cv_cell(cell, data, config)
     assert draws == [3]  # 6 folds, 2 batches each: one draw (2 channels + time)
     # the oracle: every kernel call plain (no memo of draws, features or folds)
-    monkeypatch.setattr(protocol, "_computed_once", lambda kernel: contextlib.nullcontext())
+    monkeypatch.setattr(
+        protocol, "_computed_once", lambda kernel, features=None: contextlib.nullcontext()
+    )
+    monkeypatch.setattr(protocol, "_solve_ahead", _plain_ahead)
     monkeypatch.setattr(protocol, "FOLD_MEMO_BYTES", 0)
     monkeypatch.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
     plain = run_cv_cell(cell, data, config)
@@ -254,3 +257,242 @@ def test_randomized_signature_draws_kept_within_their_byte_budget(monkeypatch):
     assert not protocol._DRAWS
     for a, b in zip(K, _plain(RandomizedSignatureKernel(n_features=10, seed=0), C, O)):
         assert torch.equal(a, b)
+
+
+# ------------------------------------------- issue 34, item 1, fourth pass: across folds, cells
+def _plain_ahead(cell, data, config, folds, start):
+    """The per-fold path: fold ``start``'s inputs, no features solved ahead."""
+    from experiments._protocol import _fold_inputs
+
+    corpus, va, _ = folds[start]
+    C, V = _fold_inputs(data, cell["cls"], corpus, va, bool(cell["time_channel"]), config)
+    return {start: (C, V, None)}
+
+
+def _close_rows(a, b, tol=1e-12):
+    assert len(a) == len(b)
+    for ra, rb in zip(a, b):
+        for k in ("scorer", "params", "n_folds", "error", "n_rank"):
+            assert ra[k] == rb[k]
+        np.testing.assert_allclose(ra["roc"], rb["roc"], rtol=0, atol=tol)
+        np.testing.assert_allclose(ra["pr"], rb["pr"], rtol=0, atol=tol)
+
+
+def _ragged(n, seed):
+    rng = np.random.default_rng(seed)
+    return [np.cumsum(rng.normal(size=(int(T), 3)), axis=0) * 0.3 for T in rng.integers(5, 21, n)]
+
+
+@pytest.mark.parametrize("activation_first", [False, True])
+@pytest.mark.parametrize("ragged", [False, True])
+def test_features_of_batches_equal_one_solve_per_batch(activation_first, ragged):
+    from tskernels import as_series_batch
+
+    k = RandomizedSignatureKernel(
+        n_features=12, scale=0.4, seed=2, activation_first=activation_first
+    )
+    sets = [_ragged(n, s) if ragged else _walks(n, seed=s) for s, n in enumerate((3, 9, 1, 6))]
+    batches = [as_series_batch(X) for X in sets]
+    together = k._features_of_batches(batches)
+    for b, Z in zip(batches, together):
+        alone = k._features(b)
+        assert Z.shape == alone.shape
+        torch.testing.assert_close(Z, alone, rtol=1e-12, atol=0)
+        torch.testing.assert_close(Z, k._euler(b, *k._draw(b.d)), rtol=1e-12, atol=0)
+
+
+def test_features_in_row_blocks_equal_the_reference(monkeypatch):
+    import tskernels._randomized_signature as rs
+    from tskernels import as_series_batch
+
+    k = RandomizedSignatureKernel(n_features=8, scale=0.5, seed=1)
+    X = as_series_batch(_ragged(23, 4))
+    whole = k._features(X)
+    monkeypatch.setattr(rs, "ROW_BLOCK_BYTES", 5 * 8 * 3 * 8)  # blocks of 5 rows
+    calls = []
+    original = RandomizedSignatureKernel._euler_cpu
+
+    def counted(self, Xb, *args):
+        calls.append(Xb.n)
+        return original(self, Xb, *args)
+
+    monkeypatch.setattr(RandomizedSignatureKernel, "_euler_cpu", counted)
+    blocked = k._features(X)
+    assert calls == [5, 5, 5, 5, 3]
+    torch.testing.assert_close(blocked, whole, rtol=1e-12, atol=0)
+    torch.testing.assert_close(blocked, k._euler(X, *k._draw(X.d)), rtol=1e-12, atol=0)
+
+
+def _rand_cell(cls="a"):
+    return {"cls": cls, "kernel": "rand_sig_tanh", "levels": None, "time_channel": True,
+            "point": {"features": 10, "variance": 0.1, "seed": 3},
+            "scorers": ["conformance", "mahalanobis"]}  # fmt: skip
+
+
+def _ragged_data():
+    from experiments._protocol import Dataset
+
+    X = _ragged(30, 7)
+    y = np.array(["a", "b", "c"] * 10)
+    return Dataset("ragged", X, y, X[:9], y[:9].copy())
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+@pytest.mark.parametrize("budget", [None, 1])
+def test_cv_cell_solves_every_folds_features_at_once(monkeypatch, ragged, budget):
+    """A cell's folds are solved as one batch (or one fold a call within a budget of one
+    byte): the rows equal those of the per-fold solves to 1e-12 (bit for bit on this
+    machine's MKL, but the BLAS does not promise it)."""
+    import experiments._protocol as protocol
+    from experiments._protocol import run_cv_cell
+
+    data, config = (_ragged_data() if ragged else _tiny()), _cfg()
+    if budget is not None:
+        monkeypatch.setattr(protocol, "SOLVE_AHEAD_BYTES", budget)
+    calls = []
+    original = RandomizedSignatureKernel._features
+
+    def counted(self, X):
+        calls.append(X.n)
+        return original(self, X)
+
+    monkeypatch.setattr(RandomizedSignatureKernel, "_features", counted)
+    rows = run_cv_cell(_rand_cell(), data, config)
+    # 6 folds (3 x 2), each 10 validation series and a corpus of 6 or 7 (20 a repeat)
+    assert len(calls) == (1 if budget is None else 6)
+    assert sum(calls) == 6 * 10 + 2 * 20
+    calls.clear()
+    monkeypatch.setattr(protocol, "_solve_ahead", _plain_ahead)
+    plain = run_cv_cell(_rand_cell(), data, config)
+    assert len(calls) == 12  # a corpus and a validation solve per fold
+    _close_rows(rows, plain)
+    assert all(r["error"] is None for r in rows)
+
+
+def test_features_solved_ahead_are_not_served_to_other_parameters():
+    """Entries solved for other parameters are ignored (the kernel solves its own)."""
+    from experiments._protocol import _draw_key
+    from tskernels import as_series_batch
+
+    C, O = _walks(5), _walks(4, seed=1)
+    k_other = RandomizedSignatureKernel(n_features=8, seed=9)
+    bc, bo = as_series_batch(C), as_series_batch(O)
+    wrong = torch.zeros(5, 8), torch.zeros(4, 8)
+    feats = ((_draw_key(k_other), bc.values, bc.lengths, wrong[0]),
+             (_draw_key(k_other), bo.values, bo.lengths, wrong[1]))  # fmt: skip
+    k = RandomizedSignatureKernel(n_features=8, seed=1)
+    got = fold_grams(k, C, O, features=feats)
+    for g, e in zip(got, _plain(RandomizedSignatureKernel(n_features=8, seed=1), C, O)):
+        assert torch.equal(g, e)
+    good = tuple((_draw_key(k),) + f[1:3] + (w,) for f, w in zip(feats, wrong))
+    with pytest.raises(FloatingPointError, match="k\\(x, x\\) > 0"):  # served: all zeros
+        fold_grams(RandomizedSignatureKernel(n_features=8, seed=1), C, O, features=good)
+
+
+def _order1_cell(sigma, scale, cls="a"):
+    return {"cls": cls, "kernel": "trunc_sig_rbf_order1", "levels": [1, 2, 3, 5],
+            "point": {"sigma": sigma, "scale": scale}, "time_channel": True,
+            "scorers": ["conformance", "mahalanobis"]}  # fmt: skip
+
+
+def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch):
+    """The five amplitudes (powers of two) of one bandwidth: the level terms are computed
+    for the first cell only, and every cell's rows are bit for bit those computed afresh."""
+    import experiments._protocol as protocol
+    from experiments._protocol import run_cv_cell
+    from tskernels import TruncatedSignatureKernel
+
+    data, config = _tiny(), _cfg()
+    monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+    calls = []
+    original = TruncatedSignatureKernel._levels_block
+
+    def counted(self, X, Y, symmetric):
+        calls.append(float(self.amplitude))
+        return original(self, X, Y, symmetric)
+
+    monkeypatch.setattr(TruncatedSignatureKernel, "_levels_block", counted)
+    scales = (0.25, 0.5, 1.0, 2.0, 4.0)
+    shared = [run_cv_cell(_order1_cell(0.5, a), data, config) for a in scales]
+    n_first = len(calls)
+    assert n_first > 0 and set(calls) == {1.0}  # the first cell, at amplitude 1
+    other = run_cv_cell(_order1_cell(2.0, 4.0), data, config)  # another bandwidth: its own
+    assert len(calls) == 2 * n_first
+    calls.clear()
+    fresh = []
+    for a in scales:
+        monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+        fresh.append(run_cv_cell(_order1_cell(0.5, a), data, config))
+    assert len(calls) == 5 * n_first
+    monkeypatch.setattr(protocol, "_levels_shared", lambda kernel: contextlib.nullcontext())
+    plain = [run_cv_cell(_order1_cell(0.5, a), data, config) for a in scales]
+    assert calls[5 * n_first :] == [a for a in scales for _ in range(n_first)]
+    for s, f, p in zip(shared, fresh, plain):
+        _same_rows(s, p)
+        _same_rows(f, p)
+    _same_rows(other, run_cv_cell(_order1_cell(2.0, 4.0), data, config))
+
+
+def test_order1_level_terms_not_shared_for_other_amplitudes(monkeypatch):
+    import experiments._protocol as protocol
+    from tskernels import RBF, TruncatedSignatureKernel
+
+    C, O = _walks(5, T=10), _walks(4, T=10, seed=1)
+    monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+
+    def kern(a):
+        return TruncatedSignatureKernel(
+            RBF(1.0), level=3, amplitude=a, levels="single", discretization="order1"
+        )
+
+    for a in (3.0, 0.3):  # not powers of two: computed as they are
+        got = fold_grams(kern(a), C, O, [1, 2, 3])
+        assert not protocol._LEVELS
+        exp = fold_grams(kern(a), C, O, [1, 2, 3])
+        for g, e in zip(got, exp):
+            assert torch.equal(g, e)
+    got = fold_grams(kern(2.0), C, O, [1, 2, 3])
+    assert len(protocol._LEVELS) == 1
+    k = kern(2.0)
+    Kcc = k.gram_levels(C, normalize=True)
+    Koc = k.gram_levels(O, C, normalize=True)
+    assert torch.equal(got[0], Kcc) and torch.equal(got[1], Koc)
+    assert "_levels_block" not in k.__dict__
+
+
+def test_order1_level_terms_kept_within_their_budget(monkeypatch):
+    import experiments._protocol as protocol
+    from tskernels import RBF, TruncatedSignatureKernel
+
+    C, O = _walks(5, T=10), _walks(4, T=10, seed=1)
+    monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+    monkeypatch.setattr(protocol, "LEVELS_BYTES", 0)
+    k = TruncatedSignatureKernel(RBF(1.0), level=3, amplitude=2.0, discretization="order1")
+    got = fold_grams(k, C, O, [1, 3])
+    assert protocol._levels_nbytes() == 0
+    ref = TruncatedSignatureKernel(RBF(1.0), level=3, amplitude=2.0, discretization="order1")
+    assert torch.equal(got[1], ref.gram_levels(O, C, normalize=True)[[0, 2]])
+
+
+def test_order1_linear_signature_uses_the_recursion_when_features_cost_more():
+    """The order-1 linear signature at level 7 on 7 channels and 30 steps: 960,799 features a
+    series against 29^2 x 7 recursion cells a pair; the auto rule takes the recursion (it took
+    the features whenever they fit). The two agree to 1e-12."""
+    from tskernels import TruncatedSignatureKernel
+
+    rng = np.random.default_rng(0)
+    X = np.cumsum(rng.normal(size=(3, 30, 7)), axis=1) * 0.2
+
+    def kern(algorithm):
+        return TruncatedSignatureKernel(
+            level=7, scale=0.5, levels="single", discretization="order1", algorithm=algorithm
+        )
+
+    assert not kern("auto")._use_features(3, 7, 30)
+    assert kern("auto")._use_features(3, 2, 30)  # 254 features: cheaper, and they fit
+    auto = kern("auto").gram_levels(X, normalize=True)
+    feats = kern("features").gram_levels(X, normalize=True)
+    torch.testing.assert_close(
+        auto, kern("recursion").gram_levels(X, normalize=True), rtol=0, atol=0
+    )
+    torch.testing.assert_close(auto, feats, rtol=1e-12, atol=1e-12)

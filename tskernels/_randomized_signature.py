@@ -22,6 +22,13 @@ __all__ = ["RandomizedSignatureKernel"]
 #: at load average 3.6 on 2 cores against 0.011 s with one.
 SMALL_STEP_WORK = 4_000_000
 
+#: Bytes of one Euler step's products (rows x d M numbers) up to which the CPU path solves a
+#: batch in one block; a larger batch is solved in blocks of rows of about this size (each
+#: series is solved on its own row, so the blocks only bound the working set: one step's
+#: products of 3,080 series at 200 features and 10 channels are 49 MB, and were 1.25x slower
+#: a series than blocks of 512 rows, measured on one core).
+ROW_BLOCK_BYTES = 8 * 2**20
+
 _ACTIVATIONS = {
     "tanh": torch.tanh,
     "sigmoid": torch.sigmoid,
@@ -111,7 +118,24 @@ class RandomizedSignatureKernel(Kernel):
         cpu = self._device.type == "cpu"
         small = X.n * d * M * M < SMALL_STEP_WORK and cpu
         with threads(1, "torch") if small and self.n_jobs is None else nullcontext():
-            return self._euler_cpu(X, A, b, z0) if cpu else self._euler(X, A, b, z0)
+            if not cpu:
+                return self._euler(X, A, b, z0)
+            rows = max(1, ROW_BLOCK_BYTES // (X.values.element_size() * d * M))
+            if X.n <= rows:
+                return self._euler_cpu(X, A, b, z0)
+            return torch.cat(
+                [self._euler_cpu(X[i : i + rows], A, b, z0) for i in range(0, X.n, rows)]
+            )
+
+    def _features_of_batches(self, batches: list[SeriesBatch]) -> list[torch.Tensor]:
+        """:meth:`_features` of several checked batches (one channel count), solved as one
+        batch: their rows concatenated (forward-fill padded to the longest), one Euler solve,
+        the rows split back. Each series is solved on its own row, so the features are those
+        of one solve per batch up to the order in which the BLAS sums a row's products (equal
+        bit for bit in the tests on this machine's MKL; asserted to 1e-12); one product a step
+        serves every batch instead of one small product per batch."""
+        Z = self._features(SeriesBatch.concat(batches))
+        return list(torch.split(Z, [b.n for b in batches]))
 
     def _euler(self, X: SeriesBatch, A, b, z0) -> torch.Tensor:
         """The Euler scheme, one batched step at a time (the path on other devices than the

@@ -278,21 +278,23 @@ class TruncatedSignatureKernel(Kernel):
         return sum(d**k for k in range(1, int(self.level) + 1))
 
     def _use_features(self, n_series: int, d: int, length: int) -> bool:
-        """Explicit signatures (Linear static kernel, ``algorithm="auto"``) when every
-        series' features fit in ``max_memory`` at once, or, blocked, when one series' features
-        fit on each side of a block and a pair costs less by features (d + ... + d^N
-        products) than by the recursion (~ (T - 1)^2 N^2 cells)."""
+        """Explicit signatures (Linear static kernel, ``algorithm="auto"``) when a pair
+        costs less by features (d + ... + d^N products) than by the recursion (~ (T - 1)^2 N^2
+        cells exact, (T - 1)^2 N order 1) and every series' features fit in ``max_memory`` at
+        once or, blocked, one series' features on each side of a block. (The features of
+        every series were used whenever they fit, whatever they cost: order 1, level 7, 7
+        channels, T = 30 took 25 CPU s a CV cell by features against 0.3 s by the recursion.)"""
         if self.algorithm != "auto":
             return self.algorithm == "features"
         if type(self._static) is not Linear:
             return False
         row_bytes = self._n_features(d) * self._itemsize
-        if n_series * row_bytes <= self._budget:
-            return True
         # recursion cells per pair: ~N^2 per grid cell exact, N for order 1
         per_cell = int(self.level) if self.discretization == "order1" else int(self.level) ** 2
         cells = max(1, length - 1) ** 2 * per_cell
-        return 2 * row_bytes <= self._budget and self._n_features(d) <= cells
+        if self._n_features(d) > cells:
+            return False
+        return n_series * row_bytes <= self._budget or 2 * row_bytes <= self._budget
 
     def _features_fit(self, n_series: int, d: int) -> bool:
         """Every feature of the call at once (no blocks), as long as no ``block_size`` asks
