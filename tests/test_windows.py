@@ -234,6 +234,30 @@ def test_auto_window_is_the_period_and_bounded():
         WindowNoveltyDetector(window=100).fit(_sine(300))
 
 
+def _templates(amp, n=26, seed=0):
+    """Series of 150 steps laid end to end (a stream of one class), each a bump, a ramp and a
+    period-30 oscillation of amplitude ``amp`` inside, scaled and noised series by series."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(150)
+    tmpl = amp * np.sin(2 * np.pi * t / 30) + 2 * np.exp(-(((t - 75) / 15) ** 2))
+    tmpl = tmpl + np.where(t < 20, t / 20, 0)
+    return np.concatenate([tmpl * (1 + 0.1 * rng.normal()) + 0.1 * rng.normal(size=150)
+                           for _ in range(n)])[:, None]  # fmt: skip
+
+
+def test_auto_window_on_concatenated_series_is_the_period_not_the_unit():
+    """The automatic window is the first autocorrelation peak reaching 0.8 of the highest: on
+    series of 150 laid end to end it is the series length while the oscillation inside is
+    weak, and the oscillation's period (30) once it is strong (a known limit: the unit is then
+    the highest peak, at 150, which the window rule does not take); the ladder's members
+    (w/2..4w) then reach 120, not 150."""
+    assert auto_window([_templates(0.3)]) == 150
+    strong = _templates(2.0)
+    z = (strong - strong.mean()) / strong.std()
+    assert auto_window([z]) == 30
+    assert WindowNoveltyDetector().fit(strong).member_windows_ == [16, 30, 60, 120, 30]
+
+
 # ------------------------------------------------------------------ calibration
 def _flag_rates(make, eps, n_rec, T_fit, T_new):
     rates = []

@@ -4,7 +4,9 @@ aggregations, cached, and their ensembles scored offline.
 
 A member is ``kind:multiple:segments[:kK]``: ``kind`` "raw" (channel-standardised windows,
 ``detector="knn"``) or "z" (z-normalised windows, ``detector="znorm-knn"``); the window is
-``multiple`` x the automatic window of the normal data, clipped to [16, T_normal / 4];
+``multiple`` x the automatic window of the normal data, clipped to [16, T_normal / 4], or,
+for ``multiple`` "u", the unit: the highest autocorrelation peak (:func:`_windows`), with
+``segments`` scaled by unit / window;
 ``segments`` the PAA segments (or "full": one per step); ``kK`` K nearest neighbours (default
 1). Each cell caches the test novelty and the held-out calibration novelties
 (``<out>/<stream>__<member>__<aggregate>.npz``), so an ensemble is scored without a refit: each
@@ -16,7 +18,10 @@ blocks share the longest member's gap, so its scales differ slightly from these.
     python -m experiments.window_bench._explore table "raw:1:32+z:1:32;raw:1:32|max|mean" [-v]
 
 A table spec is ``members|combine|aggregate`` (combine "mean" or "max", aggregate "mean" or
-"max"; both default to "mean"); Sub-kNN's AP comes from ``--peers`` (the benchmark's cells).
+"max"; both default to "mean"). The peers' APs come from the benchmark's cells (``PEERS``);
+each spec's mean rank is among itself and the seven peers of ``RANK_PEERS`` (as the benchmark
+ranks one method of ours), with the best peer's mean rank beside it and the streams won and
+lost against Sub-kNN.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ deviation for every method.
 - ``ours``: ``WindowNoveltyDetector()`` (the defaults, ``window="auto"``);
   ``ours@peer-window``: the defaults with the peers' window (a diagnostic, not a choice: it
   separates the automatic window from the detector); ``ours:<detector>-<aggregate>``:
-  the six candidates of the tuning half, all with ``window="auto"``.
+  the candidates of the tuning half, all with ``window="auto"``;
+  ``ours:<detector>-mean-<member_scale>`` (third round): "multiscale" and "ladder" with the
+  members on their IQR or their calibration tail (docs/windows.md).
 - ``sub-knn``: raw windows (stride 1) of the test stream, distance to the nearest raw window of
   the normal stretch (exact; the normal windows thinned to at most 8,000 by a stride).
 - ``stumpy``: stumpy's matrix profile AB-join of the test stream against the normal stretch
@@ -173,4 +175,4 @@ CANDIDATES = tuple(
     f"ours:{d}-{a}"
     for d in ("knn", "znorm-knn", "knn+znorm", "multiscale")
     for a in ("max", "mean")
-)
+) + tuple(f"ours:{d}-mean-{sc}" for d in ("multiscale", "ladder") for sc in ("iqr", "tail"))
