@@ -35,6 +35,7 @@ test ROC-AUC 0.24 instead of 0.97.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import threading
@@ -277,12 +278,14 @@ def _once(compute, seed=None):
 
 
 #: Level terms of order-1 signature kernels at amplitude 1, kept across cells by
-#: :func:`_levels_shared`: (parameters but the amplitude, device, dtype) -> {(what, batch
-#: keys): (batches' values and lengths, terms)}, the last ``_N_LEVEL_GROUPS`` parameter sets.
+#: :func:`_levels_shared`: (parameters but the amplitude, device, dtype) -> {(what, digests of
+#: the batches): terms}, the last ``_N_LEVEL_GROUPS`` parameter sets (the plan lists a class's
+#: cells amplitude by amplitude, each over every bandwidth and time channel: 5 sets).
 _LEVELS: OrderedDict = OrderedDict()
-_N_LEVEL_GROUPS = 2
-#: The most bytes of level terms (and the batches they were computed from) kept.
-LEVELS_BYTES = 64 * 2**20
+_N_LEVEL_GROUPS = 10
+#: The most bytes of level terms kept (per process).
+LEVELS_BYTES = 128 * 2**20
+_LEVELS_NBYTES = [0]  # the bytes of the terms in _LEVELS
 
 
 @contextmanager
@@ -321,28 +324,26 @@ def _levels_shared(kernel):
         return out
 
     def shared(what, compute, *batches):
-        key = (what, *(_batch_key(b) for b in batches))
+        key = (what, *(_batch_digest(b) for b in batches))
         with _LOCK:
             entries = _LEVELS.get(group)
             if entries is None:
                 entries = _LEVELS[group] = {}
             _LEVELS.move_to_end(group)
             hit = entries.get(key)
-        if hit is not None and all(
-            torch.equal(v, b.values) and torch.equal(n, b.lengths)
-            for (v, n), b in zip(hit[0], batches)
-        ):
-            return scaled(hit[1])
+        if hit is not None:
+            return scaled(hit)
         P = compute()
-        kept = tuple((b.values, b.lengths) for b in batches)
+        size = P.element_size() * P.nelement()
         with _LOCK:
-            entries[key] = (kept, P)
-            while len(_LEVELS) > _N_LEVEL_GROUPS or (
-                len(_LEVELS) > 1 and _levels_nbytes() > LEVELS_BYTES
+            while len(_LEVELS) > 1 and (
+                len(_LEVELS) > _N_LEVEL_GROUPS or _LEVELS_NBYTES[0] + size > LEVELS_BYTES
             ):
-                _LEVELS.popitem(last=False)  # the other parameters' terms first
-            if _levels_nbytes() > LEVELS_BYTES:
-                del entries[key]  # used, not kept
+                _, dropped = _LEVELS.popitem(last=False)  # the other parameters' terms first
+                _LEVELS_NBYTES[0] -= sum(_nbytes_of((t,)) for t in dropped.values())
+            if key not in entries and _LEVELS_NBYTES[0] + size <= LEVELS_BYTES:
+                entries[key] = P  # else used, not kept
+                _LEVELS_NBYTES[0] += size
         return scaled(P)
 
     def levels_block(X, Y, symmetric):
@@ -359,19 +360,18 @@ def _levels_shared(kernel):
         del kernel._levels_block, kernel._diag_levels
 
 
-def _batch_key(b) -> tuple:
-    """A SeriesBatch's shape, lengths and a hash of its values (a hit is confirmed by value)."""
-    return (tuple(b.values.shape), b.lengths.cpu().numpy().tobytes(),
-            hash(b.values.detach().cpu().numpy().tobytes()))  # fmt: skip
+def _batch_digest(b) -> tuple:
+    """A SeriesBatch by its shape, dtype and a 256-bit BLAKE2b digest of its lengths and
+    values (the terms are kept without the batches; two batches with one digest would need a
+    collision of the hash)."""
+    h = hashlib.blake2b(digest_size=32)
+    h.update(b.lengths.cpu().numpy().tobytes())
+    h.update(b.values.detach().cpu().contiguous().numpy().tobytes())
+    return (tuple(b.values.shape), str(b.values.dtype), h.digest())
 
 
 def _levels_nbytes() -> int:
-    total = 0
-    for entries in _LEVELS.values():
-        for kept, P in entries.values():
-            total += P.element_size() * P.nelement()
-            total += sum(v.element_size() * v.nelement() for v, _ in kept)
-    return total
+    return sum(_nbytes_of(entries.values()) for entries in _LEVELS.values())
 
 
 def _select_levels(G: torch.Tensor, levels: list[int]) -> torch.Tensor:

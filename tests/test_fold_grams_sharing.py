@@ -389,6 +389,13 @@ def test_features_solved_ahead_are_not_served_to_other_parameters():
         fold_grams(RandomizedSignatureKernel(n_features=8, seed=1), C, O, features=good)
 
 
+def _empty_levels(monkeypatch):
+    import experiments._protocol as protocol
+
+    monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+    monkeypatch.setattr(protocol, "_LEVELS_NBYTES", [0])
+
+
 def _order1_cell(sigma, scale, cls="a"):
     return {"cls": cls, "kernel": "trunc_sig_rbf_order1", "levels": [1, 2, 3, 5],
             "point": {"sigma": sigma, "scale": scale}, "time_channel": True,
@@ -403,7 +410,7 @@ def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch):
     from tskernels import TruncatedSignatureKernel
 
     data, config = _tiny(), _cfg()
-    monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+    _empty_levels(monkeypatch)
     calls = []
     original = TruncatedSignatureKernel._levels_block
 
@@ -421,7 +428,7 @@ def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch):
     calls.clear()
     fresh = []
     for a in scales:
-        monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+        _empty_levels(monkeypatch)
         fresh.append(run_cv_cell(_order1_cell(0.5, a), data, config))
     assert len(calls) == 5 * n_first
     monkeypatch.setattr(protocol, "_levels_shared", lambda kernel: contextlib.nullcontext())
@@ -438,7 +445,7 @@ def test_order1_level_terms_not_shared_for_other_amplitudes(monkeypatch):
     from tskernels import RBF, TruncatedSignatureKernel
 
     C, O = _walks(5, T=10), _walks(4, T=10, seed=1)
-    monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+    _empty_levels(monkeypatch)
 
     def kern(a):
         return TruncatedSignatureKernel(
@@ -465,13 +472,31 @@ def test_order1_level_terms_kept_within_their_budget(monkeypatch):
     from tskernels import RBF, TruncatedSignatureKernel
 
     C, O = _walks(5, T=10), _walks(4, T=10, seed=1)
-    monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+
+    def kern(sigma):
+        return TruncatedSignatureKernel(RBF(sigma), level=3, amplitude=2.0, discretization="order1")
+
+    _empty_levels(monkeypatch)
     monkeypatch.setattr(protocol, "LEVELS_BYTES", 0)
-    k = TruncatedSignatureKernel(RBF(1.0), level=3, amplitude=2.0, discretization="order1")
-    got = fold_grams(k, C, O, [1, 3])
-    assert protocol._levels_nbytes() == 0
-    ref = TruncatedSignatureKernel(RBF(1.0), level=3, amplitude=2.0, discretization="order1")
-    assert torch.equal(got[1], ref.gram_levels(O, C, normalize=True)[[0, 2]])
+    got = fold_grams(kern(1.0), C, O, [1, 3])
+    assert protocol._levels_nbytes() == 0 == protocol._LEVELS_NBYTES[0]
+    assert torch.equal(got[1], kern(1.0).gram_levels(O, C, normalize=True)[[0, 2]])
+    # one bandwidth's terms (Kcc, Koc, the two diagonals: 3 x (25 + 20 + 4 + 5) float64)
+    _empty_levels(monkeypatch)
+    monkeypatch.setattr(protocol, "LEVELS_BYTES", 3 * 54 * 8)
+    fold_grams(kern(1.0), C, O, [1, 3])
+    assert protocol._LEVELS_NBYTES[0] == 3 * 54 * 8 == protocol._levels_nbytes()
+    fold_grams(kern(2.0), C, O, [1, 3])  # the older bandwidth's terms make room
+    assert [g[1] for g in protocol._LEVELS] == [repr(sorted(
+        {k: v for k, v in kern(2.0).get_params(deep=True).items() if k != "amplitude"}.items()
+    ))]  # fmt: skip
+    assert protocol._LEVELS_NBYTES[0] == protocol._levels_nbytes() == 3 * 54 * 8
+    monkeypatch.setattr(protocol, "_N_LEVEL_GROUPS", 1)
+    monkeypatch.setattr(protocol, "LEVELS_BYTES", 2**20)
+    for sigma in (0.5, 3.0):
+        fold_grams(kern(sigma), C, O, [1, 3])
+    assert len(protocol._LEVELS) == 1
+    assert protocol._LEVELS_NBYTES[0] == protocol._levels_nbytes() == 3 * 54 * 8
 
 
 def test_order1_linear_signature_uses_the_recursion_when_features_cost_more():
