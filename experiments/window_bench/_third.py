@@ -6,6 +6,7 @@ scored offline from the one-member cells cached by :mod:`experiments.window_benc
     python -m experiments.window_bench._third windows
     python -m experiments.window_bench._third ensembles
     python -m experiments.window_bench._third select
+    python -m experiments.window_bench._third synthetic
 
 ``windows``: per tuning stream, the peers' window (the series length for class streams), the
 automatic window, the highest autocorrelation peak, the dominant Fourier period and a
@@ -21,6 +22,13 @@ member's conformal p-value).
 
 ``select``: per stream, the one member with the smallest (or largest) value of a statistic of
 its held-out calibration novelties, and the per-stream oracle.
+
+``synthetic``: member weights from the normal data alone by synthetic anomalies: each
+one-member detector of the ladder is fitted on the first 70 % of the normal stretch and scores
+the last 30 % with six synthetic anomalies of one automatic window each (amplitude x 2,
+amplitude x 0.3, time reversal, a level shift of one standard deviation, added noise of half a
+standard deviation, a 1.5x time stretch; three seeds); each member's mean AP on them gives its
+weight (or picks the member) in the combination of the cached test novelties.
 """
 
 from __future__ import annotations
@@ -183,10 +191,75 @@ def select(members: list[str], log=print) -> None:
             log(f"  {name} {pick}: {_summary(A[np.arange(len(names)), idx], P)}")
 
 
+def _perturbed(x: np.ndarray, w: int, rng, k: int = 6):
+    """``x`` with ``k`` synthetic anomalies of ``w`` steps (module docstring), and labels."""
+    x, lab = x.copy(), np.zeros(len(x), dtype=int)
+    L = max(8, min(w, len(x) // (3 * k)))
+    for i, a in enumerate(np.sort(rng.choice(len(x) - L, size=k, replace=False))):
+        seg = x[a : a + L]
+        mu, sd = seg.mean(0), x.std(0)
+        new = [mu + 2.0 * (seg - mu), mu + 0.3 * (seg - mu), seg[::-1], seg + sd,
+               seg + 0.5 * sd * rng.normal(size=seg.shape),
+               np.stack([np.interp(np.arange(L) / 1.5, np.arange(L), seg[:, c])
+                         for c in range(seg.shape[1])], 1)][i % 6]  # fmt: skip
+        x[a : a + L], lab[a : a + L] = new, 1
+    return x, lab
+
+
+def synthetic(log=print) -> None:
+    from sklearn.metrics import average_precision_score as ap
+
+    from novelty import WindowNoveltyDetector
+
+    members = _m("raw", "0.5", "1", "2", "4") + _m("z", "1")
+    names = _names()
+    peers = _peer_ap()
+    P = np.array([peers[n] for n in names])
+    W = []
+    for n in names:
+        x = load_stream(n).normal
+        sd = x.std(0)
+        w0, _ = _windows([(x - x.mean(0)) / np.where(sd > 0, sd, 1)])
+        cut = int(0.7 * len(x))
+        row = []
+        for m in members:
+            kind, mult, seg = m.split(":")
+            w = int(np.clip(round(float(mult) * w0), 16, len(x) // 4))
+            w = min(w, cut // 4, (len(x) - cut) // 2)
+            det = WindowNoveltyDetector(detector="knn" if kind == "raw" else "znorm-knn",
+                                        window=w, n_segments=int(seg)).fit(x[:cut])  # fmt: skip
+            row.append(np.mean([ap(lab, -det.score_samples(xp)) for xp, lab in
+                                (_perturbed(x[cut:], w0, np.random.default_rng(r))
+                                 for r in range(3))]))  # fmt: skip
+        W.append(row)
+        log(f"{n}: synthetic AP per member {np.round(row, 3)}")
+    W = np.array(W)
+    ladder = np.array([1, 1, 1, 1, 2]) / 6
+    rules = {
+        "ladder (fixed weights)": lambda a: ladder,
+        "the best member": lambda a: np.eye(5)[np.argmax(a)],
+        "the best level member 2/3, shape 1/3": lambda a: np.r_[
+            np.eye(4)[np.argmax(a[:4])] * 2 / 3, 1 / 3
+        ],
+        "weights = AP": lambda a: a,
+        "weights = AP^4": lambda a: a**4,
+        "ladder x AP": lambda a: ladder * a,
+        "weights = AP - min AP": lambda a: a - a.min() + 1e-9,
+    }
+    for name, rule in rules.items():
+        aps = []
+        for n, a in zip(names, W):
+            Z = np.stack([_scaled(_load(n, m), "q99") for m in members])
+            aps.append(ap(_load(n, members[0])["labels"], np.average(Z, 0, weights=rule(a))))
+        log(f"{name:40s} {_summary(np.array(aps), P)}")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "ensembles"
     if what == "windows":
         windows_table(log=lambda s: print(s, flush=True))
+    elif what == "synthetic":
+        synthetic(log=lambda s: print(s, flush=True))
     elif what == "select":
         select(_m("raw", "0.5", "1", "2", "4") + _m("z", "1"))
         select(_m("raw", "0.5", "1", "2", "4"))
