@@ -213,8 +213,10 @@ def _cost_points(grid) -> list[tuple[dict, float]]:
 
 def _amplitude_axis(kernel: str, grid) -> bool:
     """Whether the cells of a grid's ``scale`` axis share their level terms in a run (the
-    order-1 RBF signature kernel's amplitudes, powers of two: ``_protocol._levels_shared``)."""
-    return kernel == "trunc_sig_rbf_order1" and "scale" in grid.axes
+    order-1 signature kernels' amplitudes and linear scales, powers of two apart:
+    ``_protocol._levels_shared``)."""
+    order1 = ("trunc_sig_rbf_order1", "trunc_sig_linear_order1")
+    return kernel in order1 and "scale" in grid.axes
 
 
 def _amplitude_sequence(cell, grid, data, config):

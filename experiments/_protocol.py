@@ -290,36 +290,38 @@ _LEVELS_NBYTES = [0]  # the bytes of the terms in _LEVELS
 
 @contextmanager
 def _levels_shared(kernel):
-    """Inside the block an order-1 truncated signature kernel with a non-linear static kernel
-    (the recursion over the double-differenced static Gram D; ``trunc_sig_rbf_order1``) whose
-    ``amplitude`` a is a power of two takes its level terms P_m (m = 1..N) from those of the
-    same kernel at amplitude 1, computed once per batch pair and kept across cells (the
-    preset's five amplitudes 1/4 .. 4 of one bandwidth are five cells with the same folds):
-    P_m(a) = a^m P_m(1) bit for bit, since D(a) = a D(1) exactly and every sum and product
-    of the recursion then carries the factor a^m exactly (binary floating point scales
-    exactly by powers of two, barring overflow and subnormal values, which the tests compare
-    whole CV cells for). Other kernels: no-op."""
+    """Inside the block an order-1 truncated signature kernel computed by its recursion over
+    the double-differenced static Gram D (``trunc_sig_rbf_order1``, and
+    ``trunc_sig_linear_order1`` where the explicit features cost more) takes its level terms
+    P_m (m = 1..N) from those of a base kernel kept across cells: the same kernel with its
+    amplitude a = f 2^e (and the Linear static kernel's scale c = g 2^k) replaced by the
+    mantissa f (g), so that the preset's amplitudes 1/4 .. 4 of one bandwidth (the linear
+    kernel's scales s / d) share one computation per batch pair. P_m = 2^(m (e + k)) P_m(base)
+    bit for bit: D = 2^(e + k) D(base) exactly (a product by a power of two), and every sum
+    and product of the recursion then carries the factor 2^(m (e + k)) exactly (binary
+    floating point scales exactly by powers of two, barring overflow and subnormal values,
+    for which the tests compare whole CV cells). Other kernels: no-op."""
     from tskernels import Linear, TruncatedSignatureKernel
 
-    a = float(getattr(kernel, "amplitude", 1.0))
-    if (
-        type(kernel) is not TruncatedSignatureKernel
-        or kernel.discretization != "order1"
-        or isinstance(kernel._static, Linear)
-        or not (a > 0 and math.frexp(a)[0] == 0.5)
-    ):
+    if type(kernel) is not TruncatedSignatureKernel or kernel.discretization != "order1":
         yield
         return
-    base = copy.copy(kernel)
-    base.amplitude = 1.0
-    params = {k: v for k, v in kernel.get_params(deep=True).items() if k != "amplitude"}
+    linear = type(kernel._static) is Linear
+    fa, e = math.frexp(float(kernel.amplitude))
+    base = copy.deepcopy(kernel)
+    base.amplitude = fa
+    if linear:
+        fc, k = math.frexp(float(kernel._static.scale))
+        base.static = Linear(scale=fc)
+        e += k
+    params = base.get_params(deep=True)
     group = (type(kernel), repr(sorted(params.items())), str(kernel._device), str(kernel._dtype))
     N = int(kernel.level)
-    factors = torch.tensor([a ** (m + 1) for m in range(N)], dtype=torch.float64)
+    factors = torch.tensor([math.ldexp(1.0, e * (m + 1)) for m in range(N)], dtype=torch.float64)
 
     def scaled(P):
         out = P.clone()
-        if a != 1.0:
+        if e != 0:
             out.mul_(factors.to(out.dtype).reshape((N,) + (1,) * (out.dim() - 1)))
         return out
 
@@ -350,6 +352,8 @@ def _levels_shared(kernel):
         return shared(("block", bool(symmetric)), lambda: base._levels_block(X, Y, symmetric), X, Y)
 
     def diag_levels(X):
+        if linear and kernel._use_features(X.n, X.d, X.length):  # by features: not shared
+            return TruncatedSignatureKernel._diag_levels(kernel, X)
         return shared(("diag",), lambda: base._diag_levels(X), X)
 
     kernel._levels_block = levels_block  # shadows the methods

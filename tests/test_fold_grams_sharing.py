@@ -422,7 +422,7 @@ def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch):
     scales = (0.25, 0.5, 1.0, 2.0, 4.0)
     shared = [run_cv_cell(_order1_cell(0.5, a), data, config) for a in scales]
     n_first = len(calls)
-    assert n_first > 0 and set(calls) == {1.0}  # the first cell, at amplitude 1
+    assert n_first > 0 and set(calls) == {0.5}  # the first cell, at the base amplitude 1 / 2
     other = run_cv_cell(_order1_cell(2.0, 4.0), data, config)  # another bandwidth: its own
     assert len(calls) == 2 * n_first
     calls.clear()
@@ -440,31 +440,61 @@ def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch):
     _same_rows(other, run_cv_cell(_order1_cell(2.0, 4.0), data, config))
 
 
-def test_order1_level_terms_not_shared_for_other_amplitudes(monkeypatch):
+def test_order1_level_terms_shared_by_mantissa_bit_equal(monkeypatch):
+    """Amplitudes 3 and 0.75 (= 3 / 4) share the base kernel of amplitude 0.75; 0.3 has its
+    own; every Gram is bit for bit the plain one, and the methods are restored."""
     import experiments._protocol as protocol
     from tskernels import RBF, TruncatedSignatureKernel
 
     C, O = _walks(5, T=10), _walks(4, T=10, seed=1)
     _empty_levels(monkeypatch)
+    calls = []
+    original = TruncatedSignatureKernel._levels_block
+
+    def counted(self, X, Y, symmetric):
+        calls.append(float(self.amplitude))
+        return original(self, X, Y, symmetric)
+
+    monkeypatch.setattr(TruncatedSignatureKernel, "_levels_block", counted)
 
     def kern(a):
         return TruncatedSignatureKernel(
             RBF(1.0), level=3, amplitude=a, levels="single", discretization="order1"
         )
 
-    for a in (3.0, 0.3):  # not powers of two: computed as they are
-        got = fold_grams(kern(a), C, O, [1, 2, 3])
-        assert not protocol._LEVELS
-        exp = fold_grams(kern(a), C, O, [1, 2, 3])
-        for g, e in zip(got, exp):
-            assert torch.equal(g, e)
-    got = fold_grams(kern(2.0), C, O, [1, 2, 3])
+    for a in (3.0, 0.75, 0.3):
+        k = kern(a)
+        got = fold_grams(k, C, O, [1, 2, 3])
+        assert "_levels_block" not in k.__dict__ and "_diag_levels" not in k.__dict__
+        exp = (kern(a).gram_levels(C, normalize=True), kern(a).gram_levels(O, C, normalize=True))
+        assert torch.equal(got[0], exp[0]) and torch.equal(got[1], exp[1])
+    assert len(protocol._LEVELS) == 2  # mantissas 0.75 and 0.6
+    # each a's Kcc and Koc blocks: the base's for 3.0, none for 0.75 (served), the base's for
+    # 0.3; each followed by the plain oracle's at a itself
+    assert calls == [0.75, 0.75, 3.0, 3.0, 0.75, 0.75, 0.6, 0.6, 0.3, 0.3]
+
+
+def test_order1_linear_signature_cells_share_their_scales_bit_equal(monkeypatch):
+    """trunc_sig_linear_order1: the static Linear(s / d) of the five scales (powers of two)
+    share one recursion per batch pair; every cell's rows are bit for bit the plain ones."""
+    import experiments._protocol as protocol
+    from experiments._protocol import run_cv_cell
+
+    data, config = _tiny(), _cfg()
+    _empty_levels(monkeypatch)
+
+    def cell(scale):
+        return {"cls": "b", "kernel": "trunc_sig_linear_order1", "levels": [1, 2, 4, 7],
+                "point": {"scale": scale}, "time_channel": True,
+                "scorers": ["conformance", "mahalanobis"]}  # fmt: skip
+
+    scales = (0.25, 0.5, 1.0, 2.0, 4.0)
+    shared = [run_cv_cell(cell(a), data, config) for a in scales]
     assert len(protocol._LEVELS) == 1
-    k = kern(2.0)
-    Kcc = k.gram_levels(C, normalize=True)
-    Koc = k.gram_levels(O, C, normalize=True)
-    assert torch.equal(got[0], Kcc) and torch.equal(got[1], Koc)
-    assert "_levels_block" not in k.__dict__
+    monkeypatch.setattr(protocol, "_levels_shared", lambda kernel: contextlib.nullcontext())
+    for a, rows in zip(scales, shared):
+        _same_rows(rows, run_cv_cell(cell(a), data, config))
+        assert all(r["error"] is None for r in rows)
 
 
 def test_order1_level_terms_kept_within_their_budget(monkeypatch):
@@ -487,9 +517,9 @@ def test_order1_level_terms_kept_within_their_budget(monkeypatch):
     fold_grams(kern(1.0), C, O, [1, 3])
     assert protocol._LEVELS_NBYTES[0] == 3 * 54 * 8 == protocol._levels_nbytes()
     fold_grams(kern(2.0), C, O, [1, 3])  # the older bandwidth's terms make room
-    assert [g[1] for g in protocol._LEVELS] == [repr(sorted(
-        {k: v for k, v in kern(2.0).get_params(deep=True).items() if k != "amplitude"}.items()
-    ))]  # fmt: skip
+    assert [g[1] for g in protocol._LEVELS] == [
+        repr(sorted(kern(2.0).set_params(amplitude=0.5).get_params(deep=True).items()))
+    ]
     assert protocol._LEVELS_NBYTES[0] == protocol._levels_nbytes() == 3 * 54 * 8
     monkeypatch.setattr(protocol, "_N_LEVEL_GROUPS", 1)
     monkeypatch.setattr(protocol, "LEVELS_BYTES", 2**20)
