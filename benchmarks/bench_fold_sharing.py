@@ -10,7 +10,8 @@ warm-up cell of another class (numba compilation, imports):
 - ``rs:DATASET:F``: one randomized-signature cell (F features, the middle variance, seed 2);
 - ``o1rbf:DATASET``: the order-1 RBF signature's cells of two bandwidths (e^-1, 1), both time
   channels, all five amplitudes, in the plan's order (amplitude by amplitude);
-- ``o1lin:DATASET``: one order-1 linear signature cell (scale 1).
+- ``o1lin:DATASET``: one order-1 linear signature cell (scale 1); ``o1lin5:DATASET``: its
+  cells of all five scales, both time channels, in the plan's order.
 
     git archive <before> | (mkdir -p /tmp/before && tar -x -C /tmp/before)
     python benchmarks/bench_fold_sharing.py --root before=/tmp/before --root after=. \\
@@ -68,9 +69,21 @@ def _cells(case: str, data) -> tuple[list[dict], dict]:
             for s in (E**-1, 1.0)
             for tc in (True, False)
         ]
-    elif kind == "o1lin":
+    elif kind in ("o1lin", "o1lin5"):
         levels = list(PRESETS["paper"].grids["trunc_sig_linear_order1"].levels)
-        cells = [dict(base, kernel="trunc_sig_linear_order1", levels=levels, point={"scale": 1.0})]
+        scales = (1.0,) if kind == "o1lin" else (0.25, 0.5, 1.0, 2.0, 4.0)
+        tcs = (True,) if kind == "o1lin" else (True, False)
+        cells = [
+            dict(
+                base,
+                kernel="trunc_sig_linear_order1",
+                levels=levels,
+                time_channel=tc,
+                point={"scale": a},
+            )  # fmt: skip
+            for a in scales
+            for tc in tcs
+        ]
     else:
         raise SystemExit(f"unknown case {case!r}")
     warm = dict(cells[0], cls=data.classes[1])
