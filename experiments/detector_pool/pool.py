@@ -33,9 +33,18 @@ Candidates (:data:`CANDIDATES`; a group is computed in one pass over its folds):
   distances on series resampled to one length, average-pooled to <= 100 steps and z-normalised
   per series and channel;
 * ``chan_knn5`` (multivariate only): the recipe on each channel alone, the per-channel scores
-  standardised by their held-out scores and averaged.
+  standardised by their held-out scores and averaged;
+* ``trunc_sig_*``, ``randsig_*``, ``randsig2_*``, ``pdesig_*`` (``knn1``: 1-NN, ``knn5``: mean
+  5-NN): the signature kernels of :mod:`tskernels`, normalised, on series resampled to one
+  length and pre-processed as the protocol says with a time channel (:func:`sig_kernels` gives
+  their parameters, a rule on the pre-processed corpus's shape); fixed kernels, so the held-out
+  scores are kNN's exact leave-one-out on the corpus Gram, as the detector's GAK member's.
 
     python -m experiments.detector_pool.pool run --half tuning [--shard 0/2] [--only rcs,gak]
+        [--reverse]
+
+Problem files are written by :func:`save_merged` (a lock, then the union of the file's arrays
+and the new ones), so several runs over different candidates can share a file.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ GROUPS = {
     "twe": ["twe_knn1"],
     "sig": ["trunc_sig_knn1", "trunc_sig_knn5", "randsig_knn1", "randsig_knn5"],
     "pdesig": ["pdesig_knn1", "pdesig_knn5"],
+    "randsig2": ["randsig2_knn1", "randsig2_knn5"],
 }
 CANDIDATES = [c for g in GROUPS.values() for c in g]
 
@@ -273,7 +283,8 @@ def sig_kernels(group: str, Z) -> dict:
     (linear lift, levels 0..4) with its scale 0.5 divided by sqrt(d') (the protocol's scaling
     of the signature scales); ``randsig`` the registry's ``rand_sig_tanh`` (50 features, seed
     0) with its variance 0.1 divided by d' (the drift's variance then does not grow with the
-    channels); ``pdesig`` the PDE signature kernel (dyadic order 2) of the RBF lift whose
+    channels), ``randsig2`` the same with variance 0.01 / d' (a second rule, tried after the
+    first); ``pdesig`` the PDE signature kernel (dyadic order 2) of the RBF lift whose
     bandwidth is the median distance between time points (:func:`point_median_distance`),
     amplitude 1/d' (the protocol's amplitude axis, scaled by 1/d')."""
     import tskernels as tk
@@ -284,6 +295,8 @@ def sig_kernels(group: str, Z) -> dict:
             "trunc_sig": tk.TruncatedSignatureKernel(tk.Linear(), level=4, scale=0.5 / dp**0.5),
             "randsig": tk.RandomizedSignatureKernel(n_features=50, scale=0.1 / dp, seed=0),
         }
+    if group == "randsig2":  # the second rule tried: variance 0.01 / d'
+        return {"randsig2": tk.RandomizedSignatureKernel(n_features=50, scale=0.01 / dp, seed=0)}
     if group == "pdesig":
         sigma = point_median_distance(Z)
         return {
@@ -414,7 +427,7 @@ def compute_group(group: str, Xc, Xt) -> dict:
             return HydraTransformer(random_state=0, output_type="numpy")
 
         return {"hydra_knn5": feature_knn(make, Xc, Xt)}
-    if group in ("sig", "pdesig"):
+    if group in ("sig", "pdesig", "randsig2"):
         return signature_group(group, Xc, Xt)
     if group == "chan":
         d = Xc[0].shape[1]
@@ -456,7 +469,7 @@ def save_merged(path: Path, data: dict) -> dict:
     return merged
 
 
-def run(half: str, shard: tuple[int, int], only: list[str] | None, datasets=None):
+def run(half: str, shard: tuple[int, int], only: list[str] | None, datasets=None, reverse=False):
     from experiments.detector_bench.problems import default_data_dirs, half_of, load_problems
     from novelty import as_series_collection
 
@@ -466,6 +479,8 @@ def run(half: str, shard: tuple[int, int], only: list[str] | None, datasets=None
     if datasets:
         names = [n for n in names if n in datasets]
     names = [n for i, n in enumerate(names) if i % shard[1] == shard[0]]
+    if reverse:  # a second process from the other end meets the first one only once
+        names = names[::-1]
     groups = [g for g in GROUPS if only is None or g in only or set(GROUPS[g]) & set(only)]
     (OUT / half).mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -518,6 +533,7 @@ def main(argv=None):
         r.add_argument("--shard", default="0/1")
         r.add_argument("--only", default=None, help="comma-separated groups or candidates")
         r.add_argument("--datasets", nargs="*")
+        r.add_argument("--reverse", action="store_true", help="data sets in reverse order")
     a = p.parse_args(argv)
     i, m = (int(v) for v in a.shard.split("/"))
     import torch
@@ -525,7 +541,7 @@ def main(argv=None):
     torch.set_num_threads(1)
     only = a.only.split(",") if a.only else None
     if a.cmd == "run":
-        run(a.half, (i, m), only, a.datasets)
+        run(a.half, (i, m), only, a.datasets, a.reverse)
     else:
         run_proxy(a.half, (i, m), only, a.datasets)
 
