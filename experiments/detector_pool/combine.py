@@ -259,6 +259,7 @@ def main(argv=None):
     ap.add_argument("cmd", choices=["table", "greedy", "proxy", "add"])
     ap.add_argument("--cands", default=None, help="add: candidates, comma-separated")
     ap.add_argument("--start", default=RECIPE, help="greedy: the start, names joined by +")
+    ap.add_argument("--pool", default=None, help="greedy: restrict the pool, comma-separated")
     ap.add_argument("--fixed", default=RECIPE, help="the fixed ensemble, names joined by +")
     ap.add_argument("--half", default="tuning")
     ap.add_argument("--multivariate", action="store_true")
@@ -322,6 +323,8 @@ def main(argv=None):
             rel = [p for p in problems if p["n"] >= 3 and (c != "chan_knn5" or p["d"] > 1)]
             if rel and np.mean([c in p["test"] for p in rel]) >= 0.9:
                 pool.append(c)
+        if a.pool:
+            pool = [c for c in pool if c in a.pool.split(",")]
         print("pool:", " ".join(pool))
         ws = tuple(float(w) for w in a.weights.split(","))
         start = tuple(a.start.split("+"))
