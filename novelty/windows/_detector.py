@@ -133,8 +133,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     n_folds : int >= 2, default 5, held-out blocks of the calibration (fewer when the normal
         data holds fewer than ``2 * window * n_folds`` steps, or fewer than ``n_folds``
         longest member windows).
-    max_reference : int >= 1, default 20000, the most normal windows kept (the reference stride
-        grows beyond that).
+    max_reference : int >= 1, default 20000, the most normal windows kept per member (the
+        reference stride grows beyond that).
     max_memory : None (256 MiB) or int >= 1, bytes of working memory (module docstring).
     missing : "interpolate" (default) or "error": NaN in a recording is interpolated per channel
         (:func:`novelty.interpolate_missing`) or refused. Inf is always an error.
@@ -277,10 +277,14 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             )
         self._featurizers = self._make_featurizers()
         self._budget = int(self.max_memory or DEFAULT_MAX_MEMORY)
-        n_windows = sum(max(0, len(r) - w + 1) for r in z)
+        # the shortest member has the most windows: it sets the reference stride
+        w_min = min(self.member_windows_)
+        n_windows = sum(max(0, len(r) - w_min + 1) for r in z)
         self.reference_stride_ = max(1, math.ceil(n_windows / self._reference_cap()))
         offsets = np.cumsum([0] + [len(r) for r in z])
-        self.references_ = [self._reference(f, z, offsets[:-1]) for f in self._featurizers]
+        self.references_ = self._thinned(
+            [self._reference(f, z, offsets[:-1]) for f in self._featurizers]
+        )
         self.n_normal_steps_ = int(total)
         cal = self._calibrate(z, offsets)
         self.member_scale_ = self.member_scale or DEFAULT_MEMBER_SCALE
@@ -336,6 +340,16 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         features within a quarter of ``max_memory``."""
         dim = sum(f.dim for f in self._featurizers)
         return max(1, min(int(self.max_reference), self._budget // (4 * 8 * dim)))
+
+    def _thinned(self, refs: list) -> list:
+        """The members' references, every other window kept (and ``reference_stride_``
+        doubled) while one member holds more than :meth:`_reference_cap` windows (several
+        recordings each add a window beyond what the stride alone allows)."""
+        cap = self._reference_cap()
+        while max(len(ref) for ref in refs) > cap:
+            refs = [ref.subset(np.arange(0, len(ref), 2)) for ref in refs]
+            self.reference_stride_ *= 2
+        return refs
 
     def _combine_novelty(self, novelties: list) -> np.ndarray:
         """One member: its novelty; several: the weighted mean (``MEMBERS``' weights) or the
@@ -569,11 +583,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             new = self._reference(f, z, offsets[:-1])
             refs.append(Reference(np.concatenate([old.F, new.F]),
                                   np.concatenate([old.gstart, new.gstart])))  # fmt: skip
-        cap = self._reference_cap()
-        while len(refs[0]) > cap:
-            refs = [ref.subset(np.arange(0, len(ref), 2)) for ref in refs]
-            self.reference_stride_ *= 2
-        self.references_ = refs
+        self.references_ = self._thinned(refs)
         self.n_normal_steps_ = int(offsets[-1])
         self.calibration_scores_ = np.concatenate(cal)
         self._set_threshold()

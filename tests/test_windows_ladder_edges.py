@@ -1,0 +1,115 @@
+"""WindowNoveltyDetector's "ladder" default at its edges: the reference cap with a member
+shorter than the window, degenerate (constant) calibration, a stride equal to the shortest
+member window, small windows, files saved before the member scale was a choice, and a stride
+changed after fit."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from novelty import WindowNoveltyDetector
+
+
+def _sine(T, period=25, d=1, noise=0.2, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(T)[:, None]
+    return np.sin(2 * np.pi * t / period + np.arange(d)) + noise * rng.normal(size=(T, d))
+
+
+@pytest.mark.parametrize("max_reference", [1, 5, 50])
+def test_max_reference_bounds_every_member_including_the_half_window(max_reference):
+    """``max_reference`` is the most normal windows kept: the w/2 member has more windows
+    than the base member, and it too keeps at most ``max_reference``, at fit and after
+    update."""
+    det = WindowNoveltyDetector(window=100, max_reference=max_reference).fit(_sine(1000))
+    assert det.member_windows_[0] == 50
+    assert max(len(r) for r in det.references_) <= max_reference
+    assert max(len(r) for r in det.references_) >= max_reference // 2  # not thinned for nothing
+    det.update(_sine(900, seed=1))
+    assert max(len(r) for r in det.references_) <= max_reference
+
+
+def test_max_reference_bounds_the_reference_of_several_recordings():
+    """Each recording adds a window beyond what the stride alone allows: six recordings and
+    ``max_reference=4`` keep at most 4 windows per member (every other one, stride doubled)."""
+    recs = [_sine(300, seed=i) for i in range(6)]
+    det = WindowNoveltyDetector(window=20, max_reference=4).fit(recs)
+    assert 2 <= max(len(r) for r in det.references_) <= 4
+    assert np.isfinite(det.score_samples(_sine(200, seed=9))).all()
+
+
+def test_constant_normal_data_gives_finite_scores_and_flags_any_change():
+    """A constant normal recording: every member's held-out novelties are 0, so its tail
+    scale (q99 - median) is 0 and falls back to the standard deviation (0), then 1; scores
+    stay finite, the same constant is never flagged and any change is."""
+    det = WindowNoveltyDetector(window=20).fit(np.full((600, 2), 3.7))
+    assert det.member_scales_ == [(0.0, 1.0)] * 5
+    same, moved = np.full((200, 2), 3.7), np.full((200, 2), 3.7)
+    moved[80:90, 1] += 0.01
+    for x in (same, moved):
+        assert np.isfinite(det.score_samples(x)).all()
+        assert np.isfinite(det.p_values(x)).all()
+    assert (det.predict(same) == 1).all()
+    assert (det.predict(moved)[80:90] == -1).all()
+
+
+def test_a_member_with_an_empty_upper_tail_uses_its_standard_deviation():
+    """Normal data that is flat but for one spike: a member whose held-out novelties are 0
+    at and above the 99th percentile gets the standard deviation as its scale (finite z)."""
+    x = np.zeros(600)
+    x[300] = 5.0
+    det = WindowNoveltyDetector(window=20).fit(x)
+    assert all(np.isfinite(m) and q > 0 for m, q in det.member_scales_)
+    assert np.isfinite(det.score_samples(np.zeros(200))).all()
+
+
+@pytest.mark.parametrize("window", [2, 4, 8])
+def test_small_windows_keep_the_half_member_at_the_window(window):
+    """w/2 below min(w, 16) is raised to it: for w <= 16 the half member is at w itself."""
+    det = WindowNoveltyDetector(window=window).fit(_sine(600))
+    assert det.member_windows_ == [window, window, 2 * window, 4 * window, window]
+    assert np.isfinite(det.score_samples(_sine(100, seed=1))).all()
+
+
+def test_a_stride_equal_to_the_shortest_member_window_is_accepted_and_streams_alike():
+    normal, x = _sine(800, d=2, seed=3), _sine(333, d=2, seed=4)
+    det = WindowNoveltyDetector(window=40, stride=20).fit(normal)
+    assert min(det.member_windows_) == 20
+    whole = det.score_samples(x)
+    st = det.stream()
+    got = np.concatenate([st.push(x[i : i + 7]) for i in range(0, len(x), 7)] + [st.finish()])
+    np.testing.assert_allclose(got, whole, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="shortest member window"):
+        WindowNoveltyDetector(window=40, stride=21).fit(normal)
+
+
+def test_a_file_saved_before_member_scale_loads_with_the_iqr(tmp_path):
+    """A model saved before ``member_scale`` existed (no ``member_scale_`` and no
+    ``member_scale`` parameter; the former default detector=None meant "multiscale") loads
+    with ``member_scale_ == "iqr"`` and scores, streams and updates as it was saved."""
+    normal, x = _sine(1500, d=2, seed=5), _sine(400, d=2, seed=6)
+    det = WindowNoveltyDetector(window=24, detector="multiscale", member_scale="iqr").fit(normal)
+    new = tmp_path / "new.model"
+    det.save(new)
+    with np.load(new) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["window_meta"]))
+    del meta["member_scale_"], meta["params"]["member_scale"]
+    meta["params"]["detector"] = None
+    arrays["window_meta"] = np.array(json.dumps(meta))
+    old = tmp_path / "old.model"
+    with open(old, "wb") as f:
+        np.savez(f, **arrays)
+    back = WindowNoveltyDetector.load(old)
+    assert back.member_scale_ == "iqr" and back.detector_ == "multiscale"
+    assert back.member_windows_ == [24, 48, 24]
+    np.testing.assert_array_equal(back.score_samples(x), det.score_samples(x))
+    st = back.stream()
+    got = np.concatenate([st.push(x[:150]), st.push(x[150:]), st.finish()])
+    np.testing.assert_allclose(got, det.score_samples(x), rtol=1e-10, atol=1e-12)
+    n = back.calibration_scores_.size
+    back.update(_sine(500, d=2, seed=7))
+    assert back.calibration_scores_.size == n + 500
