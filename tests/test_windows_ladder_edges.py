@@ -86,6 +86,13 @@ def test_a_stride_equal_to_the_shortest_member_window_is_accepted_and_streams_al
         WindowNoveltyDetector(window=40, stride=21).fit(normal)
 
 
+def test_a_stride_set_after_fit_longer_than_a_member_window_is_a_clear_error():
+    det = WindowNoveltyDetector(window=40).fit(_sine(1000))
+    det.set_params(stride=40)
+    with pytest.raises(ValueError, match=r"stride=40 is larger than the shortest member window"):
+        det.score_samples(_sine(300, seed=1))
+
+
 def test_a_file_saved_before_member_scale_loads_with_the_iqr(tmp_path):
     """A model saved before ``member_scale`` existed (no ``member_scale_`` and no
     ``member_scale`` parameter; the former default detector=None meant "multiscale") loads

@@ -319,8 +319,16 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         return list(ws) if ws is not None else [self.window_] * len(MEMBERS[self.detector_])
 
     def _member_strides(self) -> list:
-        """A member's stride: ``stride`` when set, else its window // 8."""
+        """A member's stride: ``stride`` when set, else its window // 8. ValueError when
+        ``stride`` is longer than the shortest member window (set after fit)."""
         if self.stride != "auto":
+            shortest = min(f.window for f in self._featurizers)
+            if int(self.stride) > shortest:
+                raise ValueError(
+                    f"stride={self.stride} is larger than the shortest member window "
+                    f"({shortest}) of this fitted model: steps would be left uncovered; set a "
+                    "smaller stride (or stride='auto') and refit"
+                )
             return [int(self.stride)] * len(self._featurizers)
         return [max(1, f.window // 8) for f in self._featurizers]
 
