@@ -95,7 +95,9 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         auto_window`); ``window_`` holds the value used.
     stride : "auto" (default) or int >= 1, steps between window starts when scoring (and in
         calibration). "auto": ``max(1, window // 8)`` for each member's window, so each step
-        is covered by about 8 windows of each member. At most ``window``.
+        is covered by about 8 windows of each member. At most the shortest member window
+        (``min(member_windows_)``: the window, or for "ladder" its half, at least
+        ``min(window, 16)``); a longer one is refused.
     detector : None (default, the tuned choice: "ladder"), "knn", "znorm-knn",
         "knn+znorm", "multiscale" or "ladder". "knn": windows standardised per channel by the
         normal data's statistics (level and shape); "znorm-knn": each window and channel
