@@ -120,3 +120,29 @@ def test_a_file_saved_before_member_scale_loads_with_the_iqr(tmp_path):
     n = back.calibration_scores_.size
     back.update(_sine(500, d=2, seed=7))
     assert back.calibration_scores_.size == n + 500
+
+
+def test_explain_with_five_members_takes_the_shares_of_the_member_of_largest_z():
+    """The ladder's channel shares at a step are those of its member whose z is largest
+    there (each member's shares and z from the one-member detector of the same window and
+    segments, on the ladder's held-out member scales); novelty, p-values and flags agree with
+    score_samples, p_values and predict."""
+    normal, x = _sine(2000, d=3, seed=11), _sine(600, d=3, seed=12)
+    x[300:330, 2] += 2.5
+    det = WindowNoveltyDetector(window=40, n_segments=8).fit(normal)
+    ex = det.explain(x)
+    specs = [("knn", 20, 4), ("knn", 40, 8), ("knn", 80, 16), ("knn", 160, 32),
+             ("znorm-knn", 40, 8)]  # fmt: skip
+    z, shares = [], []
+    for (name, w, p), (med, q) in zip(specs, det.member_scales_):
+        one = WindowNoveltyDetector(window=w, n_segments=p, detector=name).fit(normal).explain(x)
+        z.append((one.novelty - med) / q)
+        shares.append(one.channel_shares)
+    best = np.argmax(z, axis=0)
+    want = np.stack(shares)[best, np.arange(len(x))]
+    np.testing.assert_allclose(ex.channel_shares, want, rtol=1e-9, atol=1e-12)
+    assert len(set(best.tolist())) > 1  # the deciding member changes along the recording
+    np.testing.assert_allclose(ex.novelty, -det.score_samples(x), rtol=1e-12)
+    np.testing.assert_array_equal(ex.p_values, det.p_values(x))
+    np.testing.assert_array_equal(ex.flagged, det.predict(x) == -1)
+    assert (ex.channel[300:330] == "channel_2").all()
