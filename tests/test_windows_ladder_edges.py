@@ -146,3 +146,25 @@ def test_explain_with_five_members_takes_the_shares_of_the_member_of_largest_z()
     np.testing.assert_array_equal(ex.p_values, det.p_values(x))
     np.testing.assert_array_equal(ex.flagged, det.predict(x) == -1)
     assert (ex.channel[300:330] == "channel_2").all()
+
+
+def _square(T, period=288, high=108, offset=180):
+    """A noise-free square wave (NAB's art_daily_perfect_square_wave: 80 for 108 of each 288
+    steps, 20 otherwise)."""
+    t = (np.arange(T) + offset) % period
+    return np.where(t < high, 80.0, 20.0)
+
+
+@pytest.mark.parametrize("detector", ["ladder", "multiscale", "knn"])
+def test_an_exact_repeat_of_the_normal_data_is_not_flagged(detector):
+    """Noise-free periodic normal data: a later period is an exact repeat, its windows are at
+    distance 0 from normal ones, and it is not flagged. Rounding in the distance (about 1e-8
+    of a standard deviation) is not novelty: a member whose held-out novelties are only
+    rounding would otherwise get a scale of 1e-8 and its rounding would decide the flags
+    (60 % of the steps flagged, measured)."""
+    x = _square(4032)
+    det = WindowNoveltyDetector(contamination=0.01, detector=detector).fit(x[:2016])
+    new = x[2016:]
+    assert (det.predict(new) == 1).all()
+    assert (det.score_samples(new) >= -det.threshold_).all()
+    assert all(q >= 1e-6 for _, q in det.member_scales_ or [])

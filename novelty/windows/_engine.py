@@ -15,7 +15,11 @@ cumulative sums over the block being scored: the windows themselves are never fo
 **Window novelty** is the mean over the ``k`` nearest reference (normal) windows of
 :math:`\|f - g\| / \sqrt{w d}` (a root-mean-square difference per step and channel).
 Distances are computed for blocks of windows (rows) sized so that the block's distance
-matrix takes at most a quarter of ``max_memory``.
+matrix takes at most a quarter of ``max_memory``, from :math:`\|f\|^2 + \|g\|^2 - 2 f
+\cdot g`, which rounds: a squared distance of at most :data:`DIST_RTOL`
+:math:`(\|f\|^2 + \|g\|^2)` is taken as 0 (an exact repeat of a normal window is at
+distance 0, not at a rounding of about 1e-8 that a member's calibration scale would blow up;
+true distances so small, under about 1e-5 of the windows' root-mean-square, are lost).
 
 **Steps from windows.** Windows start every ``stride`` steps from 0, plus one window ending at
 the last step when the grid misses it. The novelty of step :math:`t` aggregates the windows
@@ -36,10 +40,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ZNORM_FLOOR", "Featurizer", "Reference", "Stream", "score_recording"]
+__all__ = ["DIST_RTOL", "ZNORM_FLOOR", "Featurizer", "Reference", "Stream", "score_recording"]
 
 #: floor of a window's standard deviation under ``znorm``, in channel (normal) standard units
 ZNORM_FLOOR = 0.05
+#: a squared distance at most this share of the two squared norms is rounding: taken as 0
+DIST_RTOL = 1e-10
 
 
 @dataclass
@@ -124,14 +130,21 @@ def nearest(Q, ref: Reference, k: int, d: int, window: int, max_bytes: int):
         d2 += qq[i0:i1, None]
         d2 += ref.sq[None, :]
         np.maximum(d2, 0.0, out=d2)
+        rows_i = np.arange(i1 - i0)
         idx = np.argmin(d2, axis=1)
         if k == 1:
-            dist = np.sqrt(d2[np.arange(i1 - i0), idx])
+            near = d2[rows_i, idx][:, None]
+            cols = idx[:, None]
         else:
-            dist = np.sqrt(np.partition(d2, k - 1, axis=1)[:, :k]).mean(axis=1)
-        nov[i0:i1] = dist / scale
+            cols = np.argpartition(d2, k - 1, axis=1)[:, :k]
+            near = np.take_along_axis(d2, cols, axis=1)
+        # rounding of the expansion, not distance (module docstring)
+        rounding = near <= DIST_RTOL * (qq[i0:i1, None] + ref.sq[cols])
+        nov[i0:i1] = np.sqrt(np.where(rounding, 0.0, near)).mean(axis=1) / scale
         diff = Q[i0:i1] - ref.F[idx]
         per = (diff * diff).reshape(i1 - i0, d, -1).sum(axis=2)
+        # the nearest window at distance 0: no channel stands out
+        per[d2[rows_i, idx] <= DIST_RTOL * (qq[i0:i1] + ref.sq[idx])] = 0.0
         tot = per.sum(axis=1, keepdims=True)
         share[i0:i1] = np.where(tot > 0, per / np.where(tot > 0, tot, 1.0), 1.0 / d)
     return nov, share
