@@ -168,3 +168,20 @@ def test_an_exact_repeat_of_the_normal_data_is_not_flagged(detector):
     assert (det.predict(new) == 1).all()
     assert (det.score_samples(new) >= -det.threshold_).all()
     assert all(q >= 1e-6 for _, q in det.member_scales_ or [])
+
+
+def test_update_with_the_ladder_puts_new_normal_data_at_distance_zero():
+    """After update(b), b's windows are in every member's reference: each member's novelty
+    on b is 0, so b's score is minus the weighted mean of the members' -median / scale
+    (the ladder's weights 1/6 x 4 and 1/3); the calibration grows by len(b), scored against
+    the reference before b joined (held out)."""
+    a, b = _sine(1500, d=2, seed=15), 2.0 * _sine(1500, d=2, seed=16)
+    det = WindowNoveltyDetector(window=25).fit(a)
+    n_cal = det.calibration_scores_.size
+    before = det.score_samples(b)
+    det.update(b)
+    assert det.calibration_scores_.size == n_cal + len(b)
+    np.testing.assert_array_equal(det.calibration_scores_[n_cal:], -before)
+    want = -np.average([-m / q for m, q in det.member_scales_], weights=[1, 1, 1, 1, 2])
+    np.testing.assert_allclose(det.score_samples(b), want, rtol=1e-12)
+    assert (det.predict(b) == 1).all()
