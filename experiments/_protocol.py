@@ -299,8 +299,11 @@ def _levels_shared(kernel):
     kernel's scales s / d) share one computation per batch pair. P_m = 2^(m (e + k)) P_m(base)
     bit for bit: D = 2^(e + k) D(base) exactly (a product by a power of two), and every sum
     and product of the recursion then carries the factor 2^(m (e + k)) exactly (binary
-    floating point scales exactly by powers of two, barring overflow and subnormal values,
-    for which the tests compare whole CV cells). Other kernels: no-op."""
+    floating point scales exactly by powers of two, barring overflow and subnormal values;
+    the factor is applied in steps of at most 2^+-64, :func:`_times_pow2_`, so on any device
+    and dtype it is exact wherever the result is a normal number; terms that are subnormal
+    in the fresh computation differ in their last bits, which the kernel's + 1 hides).
+    Other kernels: no-op."""
     from tskernels import Linear, TruncatedSignatureKernel
 
     if type(kernel) is not TruncatedSignatureKernel or kernel.discretization != "order1":
@@ -317,12 +320,11 @@ def _levels_shared(kernel):
     params = base.get_params(deep=True)
     group = (type(kernel), repr(sorted(params.items())), str(kernel._device), str(kernel._dtype))
     N = int(kernel.level)
-    factors = torch.tensor([math.ldexp(1.0, e * (m + 1)) for m in range(N)], dtype=torch.float64)
 
     def scaled(P):
         out = P.clone()
-        if e != 0:
-            out.mul_(factors.to(out.dtype).reshape((N,) + (1,) * (out.dim() - 1)))
+        for m in range(N):
+            _times_pow2_(out[m], e * (m + 1))
         return out
 
     def shared(what, compute, *batches):
@@ -362,6 +364,17 @@ def _levels_shared(kernel):
         yield
     finally:
         del kernel._levels_block, kernel._diag_levels
+
+
+def _times_pow2_(t: torch.Tensor, exponent: int) -> None:
+    """``t *= 2**exponent`` in place, by factors of at most 2^+-64 (powers of two, each a
+    float32 and a float64; python numbers, so on any device): from t to the result the values
+    move monotonically, so the product is exact wherever the result is a normal number (one
+    factor 2^exponent overflows a float64 past 2^1023, a float32 past 2^127)."""
+    while exponent:
+        step = max(-64, min(64, exponent))
+        t.mul_(2.0**step)
+        exponent -= step
 
 
 def _batch_digest(b) -> tuple:

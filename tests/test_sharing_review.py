@@ -1,0 +1,170 @@
+"""Review of issue 34 item 1's sharing (order-1 level terms across amplitudes, randomized
+signature features solved ahead): the oracle is always a fresh kernel at the cell's own
+parameters, computed without any sharing, compared bit for bit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import experiments._protocol as protocol
+from experiments._protocol import _normalise, _select_levels, fold_grams
+from tskernels import RBF, Linear, TruncatedSignatureKernel
+
+
+def _walks(n, T=10, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.normal(size=(n, T, d)), axis=1) * 0.3
+
+
+C, O = _walks(5), _walks(4, seed=1)
+
+
+@pytest.fixture(autouse=True)
+def _empty_levels(monkeypatch):
+    monkeypatch.setattr(protocol, "_LEVELS", protocol.OrderedDict())
+    monkeypatch.setattr(protocol, "_LEVELS_NBYTES", [0])
+
+
+def _kern(a, static, level=5, **kw):
+    return TruncatedSignatureKernel(
+        static, level=level, amplitude=a, levels="single", discretization="order1", **kw
+    )
+
+
+def _plain(k, levels):
+    """fold_grams' three outputs computed without any sharing."""
+    Kcc = _select_levels(k.gram_levels(C, normalize=True), levels)
+    Koc = _select_levels(k.gram_levels(O, C, normalize=True), levels)
+    d_o = torch.ones(Koc.shape[:2], dtype=Koc.dtype)
+    return _normalise(Kcc.double(), Koc.double(), d_o.double())
+
+
+def _warm(a, static, level=5, **kw):
+    """The shared terms computed first at the mantissa of ``a`` (then a is served)."""
+    fold_grams(_kern(math.frexp(a)[0], static, level, **kw), C, O, list(range(1, level + 1)))
+
+
+@pytest.mark.parametrize("static", [RBF(1.0), Linear(1.0), Linear(0.3)], ids=repr)
+@pytest.mark.parametrize(
+    "a", [2.0**-40, 2.0**40, 3.0, 0.1, 0.75 * 2.0**-40, 1.0, 2.0**-200, 2.0**200]
+)
+def test_served_scales_bit_equal_to_a_fresh_kernel(static, a):
+    """Powers of two and other ratios to the mantissa, down to 2^-200 and up to 2^200 (P_5
+    near 2^1000): served terms give the fresh kernel's Grams bit for bit."""
+    levels = [1, 2, 3, 4, 5]
+    _warm(a, static)
+    got = fold_grams(_kern(a, static), C, O, levels)
+    for g, e in zip(got, _plain(_kern(a, static), levels)):
+        assert torch.equal(g, e)
+
+
+@pytest.mark.parametrize("a", [2.0**-258, 2.0**-40, 1.0, 2.0**40, 2.0**254])
+def test_raw_level_terms_scaled_exactly(a):
+    """The raw terms P_m themselves (before the + 1): bit for bit those of a fresh kernel
+    wherever those are normal numbers (at 2^-258 the level-4 terms are subnormal in the fresh
+    computation, which rounds every product; compared there to 1e-300 absolute, which the
+    + 1 hides)."""
+    k = _kern(a, RBF(1.0), level=4)
+    Xb = k._check_input(C, "X")
+    fresh = k._levels_blockwise(Xb, None)
+    for _round in range(2):  # computed at the base, then served from the memo
+        k = _kern(a, RBF(1.0), level=4)
+        with protocol._levels_shared(k):
+            shared = k._levels_blockwise(Xb, None)
+        normal = fresh.abs() >= torch.finfo(torch.float64).tiny
+        assert torch.equal(shared[normal], fresh[normal])
+        torch.testing.assert_close(shared, fresh, rtol=1e-12, atol=1e-300)
+
+
+def test_huge_amplitude_scaled_as_the_fresh_kernel_does():
+    """Amplitude 2^255 = 0.5 x 2^256 at level 4: the factor 2^1024 of level 4 is no double
+    (the shared path raised OverflowError 'math range error'), though the terms are (the
+    mantissa's P_4 is below 1: the fresh kernel's P_4 is finite)."""
+    a = 2.0**255
+    k = _kern(a, RBF(1.0), level=4)
+    Xb = k._check_input(C, "X")
+    fresh = k._levels_blockwise(Xb, None)
+    assert bool(torch.isfinite(fresh).all())
+    k = _kern(a, RBF(1.0), level=4)
+    with protocol._levels_shared(k):
+        shared = k._levels_blockwise(Xb, None)
+    assert torch.equal(shared, fresh)
+
+
+def test_float32_kernel_scaled_beyond_the_float32_factor_range():
+    """A float32 kernel at amplitude 2^25, level 5: the factor 2^130 is no float32 (it was
+    taken to float32: inf), though the terms are (the fresh kernel's are finite)."""
+    a = 2.0**25
+    k = _kern(a, RBF(1.0), level=5, dtype=torch.float32)
+    Xb = k._check_input(C, "X")
+    fresh = k._levels_blockwise(Xb, None)
+    assert bool(torch.isfinite(fresh).all())
+    k = _kern(a, RBF(1.0), level=5, dtype=torch.float32)
+    with protocol._levels_shared(k):
+        shared = k._levels_blockwise(Xb, None)
+    assert torch.equal(shared, fresh)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_served_scales_on_the_gpu():
+    """On a GPU the terms live on the device (the factors were a CPU tensor of several
+    entries: a device mismatch)."""
+    levels = [1, 2, 3]
+    k = _kern(4.0, RBF(1.0), level=3, device="cuda")
+    got = fold_grams(k, C, O, levels)
+    exp = _plain(_kern(4.0, RBF(1.0), level=3, device="cuda"), levels)
+    for g, e in zip(got, exp):
+        assert torch.equal(g.cpu(), e.cpu())
+
+
+def test_served_terms_are_copies():
+    """Mutating what the shared path hands out leaves the memo as it was."""
+    k = _kern(2.0, RBF(1.0), level=3)
+    Xb = k._check_input(C, "X")
+    with protocol._levels_shared(k):
+        first = k._diag_levels(Xb)
+        first.fill_(123.0)
+        again = k._diag_levels(Xb)
+    assert torch.equal(again, _kern(2.0, RBF(1.0), level=3)._diag_levels(Xb))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"static": RBF(2.0)},
+        {"level": 4},
+        {"scale": 0.5},
+        {"dtype": torch.float32},
+    ],
+    ids=["bandwidth", "level", "path scale", "dtype"],
+)
+def test_no_stale_terms_for_other_parameters(change):
+    """The same batches under another parameter (all but the amplitude) are never served the
+    first kernel's terms."""
+    base = {"static": RBF(1.0), "level": 3}
+    fold_grams(_kern(2.0, **base), C, O, [1, 2, 3])
+    kw = {**base, **change}
+    static, level = kw.pop("static"), kw.pop("level")
+    levels = list(range(1, level + 1))
+    got = fold_grams(_kern(2.0, static, level, **kw), C, O, levels)
+    for g, e in zip(got, _plain(_kern(2.0, static, level, **kw), levels)):
+        assert torch.equal(g, e)
+
+
+def test_no_stale_terms_for_other_lengths_or_padding():
+    """Same values but another length of the last series (its padding): its own terms."""
+    Cr = [c for c in C]
+    Cr[-1] = Cr[-1][:6]
+    k = _kern(2.0, RBF(1.0), level=3)
+    fold_grams(k, C, O, [1, 2, 3])
+    got = fold_grams(_kern(2.0, RBF(1.0), level=3), Cr, O, [1, 2, 3])
+    k = _kern(2.0, RBF(1.0), level=3)
+    exp = (
+        k.gram_levels(Cr, normalize=True),
+        k.gram_levels(O, Cr, normalize=True),
+    )
+    assert torch.equal(got[0], exp[0]) and torch.equal(got[1], exp[1])
