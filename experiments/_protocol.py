@@ -340,12 +340,15 @@ def _levels_shared(kernel):
         P = compute()
         size = P.element_size() * P.nelement()
         with _LOCK:
+            fits = size <= LEVELS_BYTES  # else no other terms make room for these
             while len(_LEVELS) > 1 and (
-                len(_LEVELS) > _N_LEVEL_GROUPS or _LEVELS_NBYTES[0] + size > LEVELS_BYTES
+                len(_LEVELS) > _N_LEVEL_GROUPS or (fits and _LEVELS_NBYTES[0] + size > LEVELS_BYTES)
             ):
                 _, dropped = _LEVELS.popitem(last=False)  # the other parameters' terms first
                 _LEVELS_NBYTES[0] -= sum(_nbytes_of((t,)) for t in dropped.values())
-            if key not in entries and _LEVELS_NBYTES[0] + size <= LEVELS_BYTES:
+            # (cells in threads: this group may have been dropped meanwhile)
+            kept = _LEVELS.get(group) is entries
+            if kept and key not in entries and _LEVELS_NBYTES[0] + size <= LEVELS_BYTES:
                 entries[key] = P  # else used, not kept
                 _LEVELS_NBYTES[0] += size
         return scaled(P)

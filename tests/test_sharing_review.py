@@ -168,3 +168,39 @@ def test_no_stale_terms_for_other_lengths_or_padding():
         k.gram_levels(O, Cr, normalize=True),
     )
     assert torch.equal(got[0], exp[0]) and torch.equal(got[1], exp[1])
+
+
+def test_byte_count_stays_true_when_the_group_is_dropped_while_computing(monkeypatch):
+    """Cells in threads: while one cell computes its terms, others' groups may push its group
+    out of the memo; its terms are then used, not kept, and the running byte count stays the
+    bytes held (it counted terms stored in the dropped group, for ever)."""
+    monkeypatch.setattr(protocol, "_N_LEVEL_GROUPS", 1)
+    original = TruncatedSignatureKernel._levels_block
+    nested = []
+
+    def meanwhile(self, X, Y, symmetric):
+        if not nested:  # another cell, another bandwidth, in between
+            nested.append(1)
+            fold_grams(_kern(2.0, RBF(3.0), level=3), C, O, [1, 2, 3])
+        return original(self, X, Y, symmetric)
+
+    monkeypatch.setattr(TruncatedSignatureKernel, "_levels_block", meanwhile)
+    got = fold_grams(_kern(2.0, RBF(1.0), level=3), C, O, [1, 2, 3])
+    assert protocol._LEVELS_NBYTES[0] == protocol._levels_nbytes()
+    for g, e in zip(got, _plain(_kern(2.0, RBF(1.0), level=3), [1, 2, 3])):
+        assert torch.equal(g, e)
+
+
+def test_terms_too_large_to_keep_drop_no_other_group(monkeypatch):
+    """Terms larger than the whole budget are used, not kept, and make no room for
+    themselves (the other bandwidths' terms stay)."""
+    fold_grams(_kern(2.0, RBF(1.0), level=3), C, O, [1, 2, 3])
+    kept = protocol._LEVELS_NBYTES[0]
+    monkeypatch.setattr(protocol, "LEVELS_BYTES", kept + 1)
+    big = _walks(40, seed=5)
+    k = _kern(2.0, RBF(2.0), level=3)
+    k.gram_levels(big)  # warm nothing: the plain path
+    with protocol._levels_shared(k):
+        k.gram_levels(big)
+    assert len(protocol._LEVELS) == 2  # the first bandwidth's terms are still there
+    assert protocol._LEVELS_NBYTES[0] == protocol._levels_nbytes() == kept
