@@ -185,3 +185,14 @@ def test_update_with_the_ladder_puts_new_normal_data_at_distance_zero():
     want = -np.average([-m / q for m, q in det.member_scales_], weights=[1, 1, 1, 1, 2])
     np.testing.assert_allclose(det.score_samples(b), want, rtol=1e-12)
     assert (det.predict(b) == 1).all()
+
+
+def test_a_stream_shorter_than_the_longest_member_window_names_it_as_score_samples_does():
+    det = WindowNoveltyDetector(window=50).fit(_sine(3000))
+    st = det.stream()
+    assert len(st.push(_sine(150))) == 0
+    words = r"fewer than the window \(200: the longest member's; window_ is 50\)"
+    with pytest.raises(ValueError, match="the recording has 150 steps, " + words):
+        st.finish()
+    with pytest.raises(ValueError, match="the recording has 150 steps, " + words):
+        det.score_samples(_sine(150))

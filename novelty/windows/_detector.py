@@ -633,6 +633,11 @@ class WindowStream:
         return -self._s.push((x - self.det.mean_) / self.det.scale_)[:, 0]
 
     def finish(self) -> np.ndarray:
+        """Scores of the last steps. ValueError when the recording is shorter than the
+        longest member window (as ``score_samples``)."""
+        if self.n_steps < self.det.max_window_:
+            raise ValueError(f"the recording has {self.n_steps} steps, fewer than the window "
+                             f"({self.det._window_words()})")  # fmt: skip
         return -self._s.finish()[:, 0]
 
 
