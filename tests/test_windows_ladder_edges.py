@@ -196,3 +196,13 @@ def test_a_stream_shorter_than_the_longest_member_window_names_it_as_score_sampl
         st.finish()
     with pytest.raises(ValueError, match="the recording has 150 steps, " + words):
         det.score_samples(_sine(150))
+
+
+def test_at_distance_zero_no_channel_stands_out():
+    """A step whose deciding windows repeat normal ones exactly has channel shares 1/d (the
+    rounding of a zero distance does not name a channel)."""
+    x = np.c_[_square(4032), _square(4032, offset=40)]
+    det = WindowNoveltyDetector(window=96, detector="knn").fit(x[:2016])
+    ex = det.explain(x[2016:])
+    assert (ex.novelty == 0).all()
+    np.testing.assert_array_equal(ex.channel_shares, 0.5)
