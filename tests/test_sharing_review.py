@@ -220,3 +220,114 @@ def test_exact_linear_signature_keeps_the_features_when_they_fit():
     auto = TruncatedSignatureKernel(level=4, scale=0.5).gram_levels(X)
     feats = TruncatedSignatureKernel(level=4, scale=0.5, algorithm="features").gram_levels(X)
     assert torch.equal(auto, feats)
+
+
+# ------------------------------------------------- randomized signature: folds solved ahead
+def _dataset(name, seed, dtype=np.float64, ragged=False):
+    from experiments._protocol import Dataset
+
+    rng = np.random.default_rng(seed)
+    if ragged:
+        X = [np.cumsum(rng.normal(size=(int(T), 2)), 0).astype(dtype) for T in
+             rng.integers(6, 16, 30)]  # fmt: skip
+    else:
+        X = np.cumsum(rng.normal(size=(30, 15, 2)), axis=1).astype(dtype)
+    y = np.array(["a", "b", "c"] * 10)
+    return Dataset(name, X, y, X[:9], y[:9].copy())
+
+
+CFG = {"folds": 3, "repeats": 2, "seed": 1, "share": "fold", "alphas": [1e-8, 1e-2],
+       "max_rank": 6, "sse_lams": [1e-3, 1e-1], "threshold": 1e-10,
+       "preprocessing": {"max_length": 100, "clip": 5.0, "eps": 1e-4, "basepoint": True},
+       "device": None, "threads": 1, "rank_rule": "ours"}  # fmt: skip
+RAND_CELL = {"cls": "a", "kernel": "rand_sig_tanh", "levels": None, "time_channel": True,
+             "point": {"features": 10, "variance": 0.1, "seed": 3},
+             "scorers": ["conformance", "mahalanobis"]}  # fmt: skip
+
+
+def _plain_cell(monkeypatch, data):
+    """The cell with nothing shared: no features solved ahead, no memo of draws, features or
+    folds."""
+    import contextlib
+
+    from experiments._protocol import _fold_inputs, run_cv_cell
+
+    def plain_ahead(cell, data, config, folds, start):
+        corpus, va, _ = folds[start]
+        C, V = _fold_inputs(data, cell["cls"], corpus, va, bool(cell["time_channel"]), config)
+        return {start: (C, V, None)}
+
+    with monkeypatch.context() as m:
+        m.setattr(protocol, "_computed_once", lambda k, features=None: contextlib.nullcontext())
+        m.setattr(protocol, "_solve_ahead", plain_ahead)
+        m.setattr(protocol, "FOLD_MEMO_BYTES", 0)
+        m.setattr(protocol, "_FOLD_MEMO", {"group": None, "entries": {}, "nbytes": 0})
+        m.setattr(protocol, "_DRAWS", protocol.OrderedDict())
+        return run_cv_cell(RAND_CELL, data, CFG)
+
+
+def _rows_close(a, b):
+    assert len(a) == len(b)
+    for ra, rb in zip(a, b):
+        for k in ("scorer", "params", "n_folds", "error", "n_rank"):
+            assert ra[k] == rb[k]
+        np.testing.assert_allclose(ra["roc"], rb["roc"], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ra["pr"], rb["pr"], rtol=0, atol=1e-12)
+
+
+def _counted_features(monkeypatch) -> list:
+    from tskernels import RandomizedSignatureKernel
+
+    calls = []
+    original = RandomizedSignatureKernel._features
+
+    def counted(self, X):
+        calls.append(X.n)
+        return original(self, X)
+
+    monkeypatch.setattr(RandomizedSignatureKernel, "_features", counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ragged", [False, True])
+def test_solve_ahead_float32_and_ragged_data(monkeypatch, dtype, ragged):
+    """float32 or unequal-length data: one solve for the cell's six folds, every feature
+    served (no second solve), rows those of the plain cell."""
+    from experiments._protocol import run_cv_cell
+
+    data = _dataset("d", 3, dtype, ragged)
+    calls = _counted_features(monkeypatch)
+    rows = run_cv_cell(RAND_CELL, data, CFG)
+    assert len(calls) == 1
+    _rows_close(rows, _plain_cell(monkeypatch, data))
+    assert all(r["error"] is None for r in rows)
+
+
+def test_solve_ahead_budget_of_about_two_folds(monkeypatch):
+    """A budget that one fold's series pass: the folds go in groups (each at least one fold,
+    the last fold of a group the one that passes the budget), every fold solved once."""
+    from experiments._protocol import _fold_inputs, _nbytes, cv_splits, run_cv_cell
+
+    data = _dataset("d", 4)
+    tr, va = cv_splits(data.y_train, 3, 2, 1)[0]
+    C, V = _fold_inputs(data, "a", tr[data.y_train[tr] == "a"], va, True, CFG)
+    monkeypatch.setattr(protocol, "SOLVE_AHEAD_BYTES", int(1.5 * (_nbytes(C) + _nbytes(V))))
+    calls = _counted_features(monkeypatch)
+    rows = run_cv_cell(RAND_CELL, data, CFG)
+    assert len(calls) == 3 and sum(calls) == 6 * 10 + 2 * 20  # folds 2 + 2 + 2
+    _rows_close(rows, _plain_cell(monkeypatch, data))
+
+
+def test_cells_of_two_data_sets_alternating_in_one_process(monkeypatch):
+    """One worker runs cells of data sets A, B, A: each gets its own features (rows those of
+    its plain cell), whatever the process kept from the other."""
+    from experiments._protocol import run_cv_cell
+
+    A, B = _dataset("A", 5), _dataset("B", 6)
+    got = [run_cv_cell(RAND_CELL, D, CFG) for D in (A, B, A)]
+    plain_a, plain_b = _plain_cell(monkeypatch, A), _plain_cell(monkeypatch, B)
+    _rows_close(got[0], plain_a)
+    _rows_close(got[1], plain_b)
+    _rows_close(got[2], plain_a)
+    assert not np.allclose(plain_a[0]["roc"], plain_b[0]["roc"])
