@@ -14,9 +14,9 @@ one longest member window); for each block, the reference is every normal window
 that ends at least ``window`` steps before the block or starts at least ``window`` steps after
 it, and the block's steps are scored as a recording of their own (the ``window - 1`` steps next to a
 cut, covered by fewer windows than inside a recording, are left out). With members of several
-windows ("multiscale"), each member's reference leaves out its own window around the block and
-the steps left out near a cut follow the longest window, so every member scores the same
-steps; the calibration novelty of a step is then the members' combination, as for a new step.
+windows ("multiscale", "ladder"), each member's reference leaves out its own window around the
+block and the steps left out near a cut follow the longest window, so every member scores the
+same steps; the calibration novelty of a step is then the members' combination, as for a new step.
 These held-out step novelties :math:`c_1..c_n` are ``calibration_scores_``; a new step of
 novelty :math:`s` gets the conformal p-value :math:`p = (1 + \#\{c_i \ge s\}) / (n + 1)`
 and ``predict`` flags :math:`p \le` ``contamination``.
