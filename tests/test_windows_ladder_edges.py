@@ -206,3 +206,23 @@ def test_at_distance_zero_no_channel_stands_out():
     ex = det.explain(x[2016:])
     assert (ex.novelty == 0).all()
     np.testing.assert_array_equal(ex.channel_shares, 0.5)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_n_neighbors_is_the_mean_distance_to_the_k_nearest_normal_windows(k):
+    """Brute force: every window of the standardised recording against every normal window,
+    the mean of the k smallest root-mean-square distances, a step the mean over the windows
+    covering it."""
+    normal, x = _sine(240, d=2, seed=1), _sine(90, d=2, seed=2)
+    x[40:50, 1] += 2.0
+    w = 12
+    kw = dict(window=w, stride=1, n_segments=w, aggregate="mean", detector="knn")
+    got = -WindowNoveltyDetector(n_neighbors=k, **kw).fit(normal).score_samples(x)
+    mu, sd = normal.mean(0), normal.std(0)
+    nz, xz = (normal - mu) / sd, (x - mu) / sd
+    R = np.array([nz[i : i + w].ravel() for i in range(len(nz) - w + 1)])
+    Q = np.array([xz[i : i + w].ravel() for i in range(len(xz) - w + 1)])
+    dist = np.sqrt(((Q[:, None, :] - R[None]) ** 2).sum(-1) / (w * 2))
+    win = np.sort(dist, axis=1)[:, :k].mean(axis=1)
+    want = [win[max(0, t - w + 1) : min(t, len(x) - w) + 1].mean() for t in range(len(x))]
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-9)
