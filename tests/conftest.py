@@ -74,6 +74,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture
+def count_calls(monkeypatch):
+    """``count_calls(cls, name, what)``: wraps the method ``cls.name`` (undone after the test)
+    so that each call appends ``what(self, *args)`` to the returned list, then runs it."""
+
+    def patch(cls, name, what):
+        calls = []
+        original = getattr(cls, name)
+
+        def counted(self, *args, **kwargs):
+            calls.append(what(self, *args))
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, counted)
+        return calls
+
+    return patch
+
+
 @pytest.fixture(scope="session")
 def gpu_device() -> str:
     """The device of the `gpu` tests: "cuda", or TSKERNELS_GPU_TESTS_DEVICE (the dry run)."""

@@ -30,19 +30,12 @@ def _plain(kernel, C, O):
 
 @pytest.mark.parametrize("activation_first", [False, True])
 def test_randomized_signature_features_solved_once_and_grams_bit_equal(
-    monkeypatch, activation_first
+    count_calls, activation_first
 ):
     C, O = _walks(7), _walks(11, seed=1)
     params = dict(n_features=16, scale=0.3, seed=4, activation_first=activation_first)
     expected = _plain(RandomizedSignatureKernel(**params), C, O)
-    calls = []
-    original = RandomizedSignatureKernel._features
-
-    def counted(self, X):
-        calls.append(X.n)
-        return original(self, X)
-
-    monkeypatch.setattr(RandomizedSignatureKernel, "_features", counted)
+    calls = count_calls(RandomizedSignatureKernel, "_features", lambda self, X: X.n)
     kernel = RandomizedSignatureKernel(**params)
     got = fold_grams(kernel, C, O)
     assert sorted(calls) == [7, 11]  # the plain calls solve 7, 7, 11, 11
@@ -339,7 +332,7 @@ def _ragged_data():
 
 @pytest.mark.parametrize("ragged", [False, True])
 @pytest.mark.parametrize("budget", [None, 1])
-def test_cv_cell_solves_every_folds_features_at_once(monkeypatch, ragged, budget):
+def test_cv_cell_solves_every_folds_features_at_once(monkeypatch, count_calls, ragged, budget):
     """A cell's folds are solved as one batch (or one fold a call within a budget of one
     byte): the rows equal those of the per-fold solves to 1e-12 (bit for bit on this
     machine's MKL, but the BLAS does not promise it)."""
@@ -349,14 +342,7 @@ def test_cv_cell_solves_every_folds_features_at_once(monkeypatch, ragged, budget
     data, config = (_ragged_data() if ragged else _tiny()), _cfg()
     if budget is not None:
         monkeypatch.setattr(protocol, "SOLVE_AHEAD_BYTES", budget)
-    calls = []
-    original = RandomizedSignatureKernel._features
-
-    def counted(self, X):
-        calls.append(X.n)
-        return original(self, X)
-
-    monkeypatch.setattr(RandomizedSignatureKernel, "_features", counted)
+    calls = count_calls(RandomizedSignatureKernel, "_features", lambda self, X: X.n)
     rows = run_cv_cell(_rand_cell(), data, config)
     # 6 folds (3 x 2), each 10 validation series and a corpus of 6 or 7 (20 a repeat)
     assert len(calls) == (1 if budget is None else 6)
@@ -402,7 +388,7 @@ def _order1_cell(sigma, scale, cls="a"):
             "scorers": ["conformance", "mahalanobis"]}  # fmt: skip
 
 
-def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch):
+def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch, count_calls):
     """The five amplitudes (powers of two) of one bandwidth: the level terms are computed
     for the first cell only, and every cell's rows are bit for bit those computed afresh."""
     import experiments._protocol as protocol
@@ -411,14 +397,9 @@ def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch):
 
     data, config = _tiny(), _cfg()
     _empty_levels(monkeypatch)
-    calls = []
-    original = TruncatedSignatureKernel._levels_block
-
-    def counted(self, X, Y, symmetric):
-        calls.append(float(self.amplitude))
-        return original(self, X, Y, symmetric)
-
-    monkeypatch.setattr(TruncatedSignatureKernel, "_levels_block", counted)
+    calls = count_calls(
+        TruncatedSignatureKernel, "_levels_block", lambda self, *a: float(self.amplitude)
+    )
     scales = (0.25, 0.5, 1.0, 2.0, 4.0)
     shared = [run_cv_cell(_order1_cell(0.5, a), data, config) for a in scales]
     n_first = len(calls)
@@ -440,7 +421,7 @@ def test_order1_level_terms_shared_across_amplitudes_bit_equal(monkeypatch):
     _same_rows(other, run_cv_cell(_order1_cell(2.0, 4.0), data, config))
 
 
-def test_order1_level_terms_shared_by_mantissa_bit_equal(monkeypatch):
+def test_order1_level_terms_shared_by_mantissa_bit_equal(monkeypatch, count_calls):
     """Amplitudes 3 and 0.75 (= 3 / 4) share the base kernel of amplitude 0.75; 0.3 has its
     own; every Gram is bit for bit the plain one, and the methods are restored."""
     import experiments._protocol as protocol
@@ -448,14 +429,9 @@ def test_order1_level_terms_shared_by_mantissa_bit_equal(monkeypatch):
 
     C, O = _walks(5, T=10), _walks(4, T=10, seed=1)
     _empty_levels(monkeypatch)
-    calls = []
-    original = TruncatedSignatureKernel._levels_block
-
-    def counted(self, X, Y, symmetric):
-        calls.append(float(self.amplitude))
-        return original(self, X, Y, symmetric)
-
-    monkeypatch.setattr(TruncatedSignatureKernel, "_levels_block", counted)
+    calls = count_calls(
+        TruncatedSignatureKernel, "_levels_block", lambda self, *a: float(self.amplitude)
+    )
 
     def kern(a):
         return TruncatedSignatureKernel(

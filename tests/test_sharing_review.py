@@ -275,36 +275,28 @@ def _rows_close(a, b):
         np.testing.assert_allclose(ra["pr"], rb["pr"], rtol=0, atol=1e-12)
 
 
-def _counted_features(monkeypatch) -> list:
+def _counted_features(count_calls) -> list:
     from tskernels import RandomizedSignatureKernel
 
-    calls = []
-    original = RandomizedSignatureKernel._features
-
-    def counted(self, X):
-        calls.append(X.n)
-        return original(self, X)
-
-    monkeypatch.setattr(RandomizedSignatureKernel, "_features", counted)
-    return calls
+    return count_calls(RandomizedSignatureKernel, "_features", lambda self, X: X.n)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("ragged", [False, True])
-def test_solve_ahead_float32_and_ragged_data(monkeypatch, dtype, ragged):
+def test_solve_ahead_float32_and_ragged_data(monkeypatch, count_calls, dtype, ragged):
     """float32 or unequal-length data: one solve for the cell's six folds, every feature
     served (no second solve), rows those of the plain cell."""
     from experiments._protocol import run_cv_cell
 
     data = _dataset("d", 3, dtype, ragged)
-    calls = _counted_features(monkeypatch)
+    calls = _counted_features(count_calls)
     rows = run_cv_cell(RAND_CELL, data, CFG)
     assert len(calls) == 1
     _rows_close(rows, _plain_cell(monkeypatch, data))
     assert all(r["error"] is None for r in rows)
 
 
-def test_solve_ahead_budget_of_about_two_folds(monkeypatch):
+def test_solve_ahead_budget_of_about_two_folds(monkeypatch, count_calls):
     """A budget that one fold's series pass: the folds go in groups (each at least one fold,
     the last fold of a group the one that passes the budget), every fold solved once."""
     from experiments._protocol import _fold_inputs, _nbytes, cv_splits, run_cv_cell
@@ -313,7 +305,7 @@ def test_solve_ahead_budget_of_about_two_folds(monkeypatch):
     tr, va = cv_splits(data.y_train, 3, 2, 1)[0]
     C, V = _fold_inputs(data, "a", tr[data.y_train[tr] == "a"], va, True, CFG)
     monkeypatch.setattr(protocol, "SOLVE_AHEAD_BYTES", int(1.5 * (_nbytes(C) + _nbytes(V))))
-    calls = _counted_features(monkeypatch)
+    calls = _counted_features(count_calls)
     rows = run_cv_cell(RAND_CELL, data, CFG)
     assert len(calls) == 3 and sum(calls) == 6 * 10 + 2 * 20  # folds 2 + 2 + 2
     _rows_close(rows, _plain_cell(monkeypatch, data))
