@@ -14,9 +14,14 @@ one longest member window); for each block, the reference is every normal window
 that ends at least ``window`` steps before the block or starts at least ``window`` steps after
 it, and the block's steps are scored as a recording of their own (the ``window - 1`` steps next to a
 cut, covered by fewer windows than inside a recording, are left out). With members of several
-windows ("multiscale", "ladder"), each member's reference leaves out its own window around the
-block and the steps left out near a cut follow the longest window, so every member scores the
-same steps; the calibration novelty of a step is then the members' combination, as for a new step.
+windows ("multiscale", "ladder"), each member's reference leaves out the windows that overlap the
+block or come within ``min(member window, window)`` steps of it (a member longer than the
+window keeps the window's gap: a gap of its own length would leave almost no reference when
+the normal data is short), and the steps left out near a cut follow the longest window, so
+every member scores the same steps; the calibration novelty of a step is then the members'
+combination, as for a new step. When the normal data holds fewer than
+``MIN_CALIBRATION_BLOCKS`` (8) longest member windows, ``fit`` warns: the held-out blocks are
+then few and the flag share of new normal data varies much from fit to fit (docs/windows.md).
 These held-out step novelties :math:`c_1..c_n` are ``calibration_scores_``; a new step of
 novelty :math:`s` gets the conformal p-value :math:`p = (1 + \#\{c_i \ge s\}) / (n + 1)`
 and ``predict`` flags :math:`p \le` ``contamination``.
@@ -48,6 +53,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -83,6 +89,16 @@ MEMBERS = {
 }
 #: the upper quantile of the "tail" member scale
 TAIL_QUANTILE = 99.0
+#: a member window longer than the window is clipped to ``total // MEMBER_CAP_BLOCKS`` normal
+#: steps (and half the longest recording)
+MEMBER_CAP_BLOCKS = 4
+#: ``fit`` warns when the normal data holds fewer longest member windows than this: the
+#: calibration is then noisy and conservative (docs/windows.md, "Short normal data")
+MIN_CALIBRATION_BLOCKS = 8
+#: the gap between a held-out block and its reference: "window" (the default) ``min(member
+#: window, window_)`` steps, "member" the member's own window (the rule before issue 32's
+#: short-data fix; kept for experiments/window_bench/calibration_short*.py)
+CALIBRATION_GAP = "window"
 
 
 class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
@@ -269,7 +285,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.detector_ = self.detector or DEFAULT_DETECTOR
         self.aggregate_ = self.aggregate or DEFAULT_AGGREGATE
         # a member at m x window: at most what the data allows for the window itself
-        cap = min(total // 4, max(len(r) for r in z) // 2)
+        cap = min(total // MEMBER_CAP_BLOCKS, max(len(r) for r in z) // 2)
         self.member_windows_ = [_member_window(m, w, cap) for m, _, _ in MEMBERS[self.detector_]]
         if self.stride != "auto" and int(self.stride) > min(self.member_windows_):
             raise ValueError(
@@ -277,6 +293,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
                 f"({min(self.member_windows_)}, of detector {self.detector_!r}): steps would be "
                 "left uncovered; pass a smaller stride or stride='auto'"
             )
+        self._warn_short(total)
         self._featurizers = self._make_featurizers()
         self._budget = int(self.max_memory or DEFAULT_MAX_MEMORY)
         # the shortest member has the most windows: it sets the reference stride
@@ -296,6 +313,29 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self._set_threshold()
         self.fit_seconds_ = time.perf_counter() - start
         return self
+
+    def _warn_short(self, total: int) -> None:
+        """UserWarning when the normal data holds fewer than ``MIN_CALIBRATION_BLOCKS``
+        windows of the longest member (docs/windows.md, "Short normal data")."""
+        longest, b = self.max_window_, MIN_CALIBRATION_BLOCKS
+        if total // longest >= b:
+            return
+        top = max(m for m, _, _ in MEMBERS[self.detector_])
+        # the longest member unclipped: what more normal data of the same process would need
+        need = b * max(
+            _member_window(m, self.window_, 2**62) for m, _, _ in MEMBERS[self.detector_]
+        )
+        smaller = max(2, total // math.ceil(b * top))
+        warnings.warn(
+            f"the normal data has {total} steps, only {total // longest} windows of the longest "
+            f"member window ({longest} steps; fewer than {b}): the calibration has few "
+            "independent held-out blocks, so the share of flagged steps on new normal data "
+            "varies much from fit to fit; pass more normal data (at least "
+            f"{need} steps) or a smaller window= (at most {smaller} for detector "
+            f"{self.detector_!r})",
+            UserWarning,
+            stacklevel=4,
+        )
 
     @property
     def reference_(self):
@@ -390,7 +430,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     def _calibrate(self, z, offsets) -> list:
         """Held-out step novelties of the normal data, one array per member, on the same
         steps (module docstring). The blocks follow the base window (``window_``), each
-        member's reference leaves out its own window's neighbourhood of the block, and the
+        member's reference leaves out the windows that overlap the block or come within
+        :func:`_calibration_gap` steps of it, and the
         steps left out near a cut follow the longest member window, so that every member
         scores the same steps."""
         from ..detector._progress import plan, step
@@ -407,9 +448,10 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         used = 0
         for g0, g1 in zip(bounds[:-1], bounds[1:]):
             step(f"block {used + 1} of {k}")
+            gaps = [_calibration_gap(f.window, self.window_) for f in self._featurizers]
             keeps = [
-                (ref.gstart + 2 * f.window <= g0) | (ref.gstart >= g1 + f.window)
-                for f, ref in zip(self._featurizers, self.references_)
+                (ref.gstart + f.window + gap <= g0) | (ref.gstart >= g1 + gap)
+                for f, ref, gap in zip(self._featurizers, self.references_, gaps)
             ]
             if not all(kp.any() for kp in keeps):
                 continue
@@ -704,6 +746,13 @@ def _member_window(m: float, w: int, cap: int) -> int:
     """A member's window, ``m`` x the window ``w``: at least ``min(w, 16)`` and at most
     ``max(w, cap)`` (cap: a quarter of the normal steps, half the longest recording)."""
     return int(min(max(round(m * w), min(w, 16)), max(w, cap)))
+
+
+def _calibration_gap(member: int, w: int) -> int:
+    """Steps between a held-out block and the nearest reference window of a member of window
+    ``member``: ``min(member, w)`` (``CALIBRATION_GAP`` "window"), so a long member's
+    reference is not thinned by a gap longer than the base window; ``member`` ("member")."""
+    return int(member) if CALIBRATION_GAP == "member" else int(min(member, w))
 
 
 def _tail_scale(c: np.ndarray) -> tuple[float, float]:
