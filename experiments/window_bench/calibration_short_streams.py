@@ -1,4 +1,4 @@
-"""Which benchmark streams the short-data member cap (``MIN_CALIBRATION_BLOCKS``) changes:
+"""Which benchmark streams a member cap of ``total // b_min`` normal steps would change:
 the ladder's member windows under the cap of 4 (before issue 32's fix) and of ``b_min``.
 Usage: python -m experiments.window_bench.calibration_short_streams [b_min]"""
 
