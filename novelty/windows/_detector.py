@@ -321,7 +321,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         if total // longest >= b:
             return
         top = max(m for m, _, _ in MEMBERS[self.detector_])
-        # the longest member unclipped: what more normal data of the same process would need
+        # the longest member unclipped: what more normal data of the same process would need at
+        # this window (window="auto" on more data may choose a longer one: the message names it)
         need = b * max(
             _member_window(m, self.window_, 2**62) for m, _, _ in MEMBERS[self.detector_]
         )
@@ -331,7 +332,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             f"member window ({longest} steps; fewer than {b}): the calibration has few "
             "independent held-out blocks, so the share of flagged steps on new normal data "
             "varies much from fit to fit; pass more normal data (at least "
-            f"{need} steps) or a smaller window= (at most {smaller} for detector "
+            f"{need} steps with window={self.window_}) or a smaller window= (at most "
+            f"{smaller} for detector "
             f"{self.detector_!r})",
             UserWarning,
             stacklevel=4,
