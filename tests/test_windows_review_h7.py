@@ -174,3 +174,21 @@ def test_update_scores_new_data_against_the_whole_reference_and_keeps_the_fit_ca
     np.testing.assert_array_equal(det.calibration_scores_[: len(cal)], cal)
     np.testing.assert_allclose(det.calibration_scores_[len(cal) :], expected, rtol=0, atol=1e-12)
     assert det.member_scales_ == scales
+
+
+@pytest.mark.parametrize(
+    "detector, window, T",
+    [("ladder", 4, 40), ("ladder", 5, 60), ("multiscale", 3, 24), ("knn", 3, 12)],
+)
+def test_tiny_normal_data_names_no_window_that_still_warns(detector, window, T):
+    """With fewer than ``2 * ceil(8 * top)`` normal steps (``top`` the detector's largest
+    member multiple: 64 for "ladder") no window >= 2 holds 8 longest member windows: the
+    warning then suggests no window (it named window=2, which warned again)."""
+    x = np.random.default_rng(0).normal(size=T)
+    msgs = _fit(x, window=window, detector=detector)[1]
+    assert len(msgs) == 1
+    m = re.search(r"window= \(at most (\d+)", msgs[0])
+    if m is not None:
+        assert _fit(x, window=int(m.group(1)), detector=detector)[1] == [], msgs[0]
+    else:
+        assert "more normal data" in msgs[0]

@@ -326,15 +326,20 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         need = b * max(
             _member_window(m, self.window_, 2**62) for m, _, _ in MEMBERS[self.detector_]
         )
-        smaller = max(2, total // math.ceil(b * top))
+        # the largest window whose longest member (at most top x window) fits b times; below 2
+        # (fewer than 2 * ceil(b * top) steps) no window does
+        smaller = total // math.ceil(b * top)
+        alt = (
+            f"or a smaller window= (at most {smaller} for detector {self.detector_!r})"
+            if smaller >= 2
+            else f"(no window >= 2 is small enough for detector {self.detector_!r})"
+        )
         warnings.warn(
             f"the normal data has {total} steps, only {total // longest} windows of the longest "
             f"member window ({longest} steps; fewer than {b}): the calibration has few "
             "independent held-out blocks, so the share of flagged steps on new normal data "
             "varies much from fit to fit; pass more normal data (at least "
-            f"{need} steps with window={self.window_}) or a smaller window= (at most "
-            f"{smaller} for detector "
-            f"{self.detector_!r})",
+            f"{need} steps with window={self.window_}) {alt}",
             UserWarning,
             stacklevel=4,
         )
