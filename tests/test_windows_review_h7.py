@@ -90,15 +90,18 @@ def test_no_warning_for_the_readme_window_example():
 
 # ------------------------------------------------------------------ the held-out references
 @pytest.mark.parametrize(
-    "detector, window, lengths",
+    "detector, window, lengths, max_reference",
     [
-        ("ladder", 100, [1600]),
-        ("ladder", 40, [700, 500, 900]),
-        ("multiscale", 50, [450, 800]),
-        ("knn+znorm", 30, [1000]),
+        ("ladder", 100, [1600], 20000),
+        ("ladder", 40, [700, 500, 900], 20000),
+        ("ladder", 40, [700, 500, 900], 150),  # a thinned reference (a stride > 1)
+        ("multiscale", 50, [450, 800], 20000),
+        ("knn+znorm", 30, [1000], 20000),
     ],
 )
-def test_held_out_references_window_by_window(monkeypatch, detector, window, lengths):
+def test_held_out_references_window_by_window(
+    monkeypatch, detector, window, lengths, max_reference
+):
     """Every call scoring a held-out piece: each reference window of a member (start ``s``,
     ``member`` steps) keeps ``min(member, window_)`` steps away from the whole block (so it
     shares no step with the scored piece), and it holds every normal window of the member's
@@ -106,7 +109,10 @@ def test_held_out_references_window_by_window(monkeypatch, detector, window, len
     X = [_sine(n, seed=i) for i, n in enumerate(lengths)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        det = WindowNoveltyDetector(window=window, detector=detector).fit(X)
+        det = WindowNoveltyDetector(
+            window=window, detector=detector, max_reference=max_reference
+        ).fit(X)
+    assert (det.reference_stride_ == 1) == (max_reference > 10000)
     z = [(np.asarray(x, float)[:, None] - det.mean_) / det.scale_ for x in X]
     offsets = np.cumsum([0] + [len(r) for r in z])
     total = int(offsets[-1])
