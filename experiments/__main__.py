@@ -3,7 +3,8 @@ console script).
 
 Commands: ``run`` (the one-versus-rest UEA benchmark, resumable), ``report`` (tables and
 plots from a store), ``list`` (data sets, kernels, scorers), ``demo`` (the Gram table of
-every kernel) and ``adbench`` (the ADBench tabular benchmark; arguments passed through).
+every kernel), ``adbench`` (the ADBench tabular benchmark) and ``mauceri`` (the published
+one-class protocol of Mauceri et al.); the last two pass their arguments through.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("adbench", help="the ADBench benchmark (arguments passed through)",
                    add_help=False)  # fmt: skip
+    sub.add_parser("mauceri", help="the published one-class protocol of Mauceri et al. "
+                   "(arguments passed through)", add_help=False)  # fmt: skip
     return parser
 
 
