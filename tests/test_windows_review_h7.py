@@ -198,3 +198,14 @@ def test_tiny_normal_data_names_no_window_that_still_warns(detector, window, T):
         assert _fit(x, window=int(m.group(1)), detector=detector)[1] == [], msgs[0]
     else:
         assert "more normal data" in msgs[0]
+
+
+def test_no_scorable_block_names_the_longest_member_and_the_window():
+    """Short recordings where no held-out block fits the longest member window (150 for the
+    ladder at window 40): the error names that member window and the window itself."""
+    rng = np.random.default_rng(0)
+    recordings = [rng.normal(size=(n, 1)) for n in [100] * 5 + [300]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the short-data warning comes first
+        with pytest.raises(ValueError, match=r"longest member window \(150 steps; window_ is 40\)"):
+            WindowNoveltyDetector(window=40).fit(recordings)

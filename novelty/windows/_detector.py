@@ -480,8 +480,9 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             used += 1
         if not out[0]:
             raise ValueError(
-                f"no held-out block of the normal data could be scored with window={w}: pass "
-                "more normal data or a smaller window"
+                f"no held-out block of the normal data could be scored with the longest member "
+                f"window ({w} steps; window_ is {self.window_}): pass more normal data (longer "
+                "recordings) or a smaller window"
             )
         self.n_folds_ = used
         return [np.concatenate(o) for o in out]
