@@ -94,6 +94,10 @@ def _load(path, cls):
         if meta.get("format") != FORMAT:
             raise ValueError(f"{path}: unknown window-model format {meta.get('format')!r}")
         det = cls(**meta["params"])
+        try:  # a file's parameters are checked as the constructor's are at fit
+            det._check_params()
+        except ValueError as e:
+            raise ValueError(f"{path}: not loaded: {e}") from e
         for k in _SCALARS:
             setattr(det, k, meta[k])
         det.channel_names_ = list(meta["channel_names_"])
@@ -108,6 +112,11 @@ def _load(path, cls):
         det.member_windows_ = meta.get("member_windows_", [det.window_] * meta["n_members"])
         # files written before the member scale was a choice: the IQR
         det.member_scale_ = meta.get("member_scale_", "iqr")
+        if det.member_scale_ not in ("iqr", "tail"):
+            raise ValueError(
+                f"{path}: not loaded: member_scale_ {det.member_scale_!r} is not one the "
+                "detector writes ('iqr' or 'tail')"
+            )
     det.offset_ = -det.threshold_
     det._featurizers = det._make_featurizers()
     det._budget = int(det.max_memory or 256 * 2**20)
