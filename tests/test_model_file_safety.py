@@ -771,3 +771,21 @@ def test_a_header_nested_past_the_stack_and_a_device_file_are_one_line_errors(tm
     if os.path.exists("/dev/zero"):
         with pytest.raises(ValueError, match="not a regular file"):
             KernelNoveltyDetector.load("/dev/zero")
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("contamination", 3.0), ("normalize", "yes"), ("missing", "guess")],
+)
+def test_a_saved_parameter_outside_its_constraints_is_refused_at_load(tmp_path, name, value):
+    """A file whose detector holds a parameter no constructor call could pass (written here
+    by setting the attribute after fit, as an edited file with a recomputed checksum would
+    hold it) is refused at load, naming the file and the parameter; as saved, it loads."""
+    rng = np.random.default_rng(0)
+    det = KernelNoveltyDetector(kernel=tk.FlattenedKernel(tk.RBF()), scorer="knn")
+    det.fit(rng.normal(size=(12, 20, 1)).cumsum(1))
+    KernelNoveltyDetector.load(det.save(tmp_path / "ok.model"))
+    setattr(det, name, value)
+    path = det.save(tmp_path / "edited.model")
+    with pytest.raises(ValueError, match=rf"edited\.model'?: not loaded: .*'{name}'"):
+        KernelNoveltyDetector.load(path)

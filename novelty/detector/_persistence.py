@@ -840,6 +840,12 @@ def read_model(path, expected: type, *, trust_pickle: bool = False, trusted=()):
         except (pickle.UnpicklingError, *_READ_ERRORS) as exc:
             raise ValueError(f"{bad} ({type(exc).__name__}: {exc})".replace("\n", " ")) from exc
         meta = header
+        check = getattr(det, "_check_params", None) if isinstance(det, expected) else None
+        if check is not None:  # parameters as the constructor's are checked at fit
+            try:
+                check()
+            except ValueError as exc:
+                raise ValueError(f"{str(path)!r}: not loaded: {exc}") from None
     elif trust_pickle:
         det, meta = _read_legacy(path, bad)
         if isinstance(det, expected):
