@@ -78,6 +78,7 @@ GROUPS = {
     "sig": ["trunc_sig_knn1", "trunc_sig_knn5", "randsig_knn1", "randsig_knn5"],
     "pdesig": ["pdesig_knn1", "pdesig_knn5"],
     "randsig2": ["randsig2_knn1", "randsig2_knn5"],
+    "rcsd": ["rcsd_lof10", "rcsd_lof20", "rcsd_ratio5", "rcsd_cos5"],
 }
 CANDIDATES = [c for g in GROUPS.values() for c in g]
 
@@ -175,6 +176,169 @@ def kernel_group(kernel, names, Xc, Xt) -> dict:
             s = np.full(len(Zt), np.nan)
         out[name] = (cal[name], np.asarray(s, dtype=np.float64), secs)
     return out
+
+
+# ------------------------------------------------------------------ density-relative members
+#: Candidates of the ``rcsd`` group -> (score, k): scores relative to the local density of the
+#: corpus, on the recipe's kernel (:func:`density_scores`).
+DENSITY = {
+    "rcsd_lof10": ("lof", 10),
+    "rcsd_lof20": ("lof", 20),
+    "rcsd_ratio5": ("ratio", 5),
+    "rcsd_cos5": ("cos", 5),
+}
+
+
+def _kernel_distances(K, diag_rows, diag_cols) -> np.ndarray:
+    r"""Feature-space distances :math:`\sqrt{k(y,y) + k(x,x) - 2k(y,x)}` from a Gram block
+    (numpy in, numpy out), by the kNN scorer's own definition
+    (:func:`novelty.scorers._baselines.squared_feature_distances`): a squared distance below 0
+    by rounding only (>= -1e-8 x the scale) is set to 0, a clearly negative one raises."""
+    import torch
+
+    from novelty.scorers._baselines import squared_feature_distances
+
+    d2 = squared_feature_distances(
+        torch.as_tensor(np.asarray(K, dtype=np.float64)),
+        torch.as_tensor(np.asarray(diag_rows, dtype=np.float64)),
+        torch.as_tensor(np.asarray(diag_cols, dtype=np.float64)),
+    )
+    return np.sqrt(d2.numpy())
+
+
+def _nearest(D, k):
+    """(indices, distances) of the k smallest entries of each row of ``D``, nearest first
+    (a stable sort: among equal distances the lower column index comes first)."""
+    idx = np.argsort(D, axis=1, kind="stable")[:, :k]
+    return idx, np.take_along_axis(D, idx, axis=1)
+
+
+def density_scores(K, Kt, diag_t, names) -> dict:
+    r"""Novelty (higher = more novel) of m query series against a corpus of n, read off the
+    corpus Gram ``K`` (n, n), the query-corpus Gram ``Kt`` (m, n) and the queries' k(y, y)
+    ``diag_t`` (m,), for the candidates ``names`` of :data:`DENSITY` (each with its k;
+    k := min(k, n - 1), n >= 2 required). With :math:`d` the feature-space distance
+    (:func:`_kernel_distances`), :math:`N_k(p)` the k nearest corpus series of p (of a corpus
+    series: the others, leave-self-out) and :math:`r_k(o)` the distance of corpus series o to
+    its k-th nearest other corpus series:
+
+    * ``lof`` (Breunig et al. 2000): reachability :math:`\mathrm{reach}(p, o) =
+      \max(r_k(o), d(p, o))`, local reachability density :math:`\mathrm{lrd}(p) = 1 /
+      \mathrm{mean}_{o \in N_k(p)} \mathrm{reach}(p, o)` (the corpus's by leave-self-out),
+      score :math:`\mathrm{LOF}(q) = \mathrm{mean}_{o \in N_k(q)} \mathrm{lrd}(o) /
+      \mathrm{lrd}(q)` (scikit-learn's ``LocalOutlierFactor(novelty=True)`` gives -LOF, up to
+      its 1e-10 added to the mean reachability);
+    * ``ratio``: :math:`\mathrm{mean}_{o \in N_k(q)} d(q, o) / \mathrm{mean}_{o \in N_k(q)}
+      m_k(o)`, :math:`m_k(o)` the mean distance of corpus series o to its k nearest other
+      corpus series;
+    * ``cos``: the mean of the k smallest cosine distances :math:`1 - k(q, x) /
+      \sqrt{k(q, q) k(x, x)}`.
+
+    A corpus series whose k nearest others all lie at distance 0 (an lrd or m_k of 0 or
+    infinity) raises ArithmeticError, as does a series of zero norm for ``cos``: the caller
+    passes distinct corpus series. Vectorised: O(n^2 log n + m n log n)."""
+    K = np.asarray(K, dtype=np.float64)
+    Kt = np.asarray(Kt, dtype=np.float64)
+    diag_t = np.asarray(diag_t, dtype=np.float64)
+    n = K.shape[0]
+    if K.shape != (n, n) or Kt.ndim != 2 or Kt.shape[1] != n or diag_t.shape != (Kt.shape[0],):
+        raise ValueError(
+            f"Gram shapes do not fit: K {K.shape}, Kt {Kt.shape}, diag_t {diag_t.shape}"
+        )
+    if n < 2:
+        raise ValueError(f"density scores need at least 2 corpus series, got {n}")
+    diag_c = np.diagonal(K).copy()
+    Dc = _kernel_distances(K, diag_c, diag_c)
+    np.fill_diagonal(Dc, np.inf)  # leave-self-out: a corpus series is not its own neighbour
+    Dq = _kernel_distances(Kt, diag_t, diag_c)
+    order_c = np.argsort(Dc, axis=1, kind="stable")
+    sorted_c = np.take_along_axis(Dc, order_c, axis=1)
+    out = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name in names:
+            kind, k = DENSITY[name]
+            k = min(k, n - 1)
+            if kind == "cos":
+                norms = np.sqrt(np.outer(diag_t, diag_c))
+                if not (norms > 0).all():
+                    raise ArithmeticError("cosine distance of a series with zero norm")
+                out[name] = _nearest(1.0 - Kt / norms, k)[1].mean(axis=1)
+                continue
+            idx_q, dq = _nearest(Dq, k)
+            if kind == "lof":
+                kdist = sorted_c[:, k - 1]  # r_k(o)
+                reach_c = np.maximum(kdist[order_c[:, :k]], sorted_c[:, :k]).mean(axis=1)
+                lrd_c = 1.0 / reach_c
+                if not np.isfinite(lrd_c).all():
+                    raise ArithmeticError("a corpus series has an infinite local density")
+                reach_q = np.maximum(kdist[idx_q], dq).mean(axis=1)
+                out[name] = lrd_c[idx_q].mean(axis=1) * reach_q  # mean lrd(o) / lrd(q)
+            else:  # ratio
+                m_c = sorted_c[:, :k].mean(axis=1)
+                den = m_c[idx_q].mean(axis=1)
+                if not (den > 0).all():
+                    raise ArithmeticError("corpus neighbours at mean 5-NN distance 0")
+                out[name] = dq.mean(axis=1) / den
+    return out
+
+
+def _distinct_rows(rows: np.ndarray, groups) -> np.ndarray:
+    """The rows of ``rows`` that are the first of their duplicate group (all without groups)."""
+    if groups is None:
+        return rows
+    return rows[np.unique(np.asarray(groups)[rows], return_index=True)[1]]
+
+
+def density_group(kernel, names, Xc, Xt) -> dict:
+    """(cal, test, seconds) of the :data:`DENSITY` candidates ``names`` on one corpus-fitted
+    kernel, cross-fitted exactly as :func:`kernel_group` (the same folds, copies held out
+    together; one kernel fit per fold serves every candidate). A density is estimated on the
+    distinct series of the training part only (exact copies would sit at distance 0 and make
+    it infinite): the first of each copy group, the kernel still fitted on every series."""
+    from sklearn.base import clone
+
+    from novelty.detector._members import (
+        CROSS_FIT_LOO_MAX,
+        _reusing_features,
+        cross_grams,
+        duplicate_groups,
+        first_occurrences,
+    )
+    from novelty.scorers._folds import calibration_folds
+    from tskernels import SeriesBatch
+
+    def scores(k, train, Zq):
+        keep = _distinct_rows(train, groups)
+        Ztr = Zc[keep]
+        K = k.gram(Ztr, normalize=False)
+        Kt, diag = cross_grams(k, Zq, Ztr, False)
+        try:
+            return density_scores(K.cpu().numpy(), Kt.cpu().numpy(), diag.cpu().numpy(), names)
+        except (ValueError, ArithmeticError):
+            return {name: np.full(len(Zq), np.nan) for name in names}
+
+    Zc, Zt = SeriesBatch.from_checked(Xc), SeriesBatch.from_checked(Xt)
+    n = len(Zc)
+    groups = duplicate_groups(Xc)
+    n_distinct = n if groups is None else int(groups.max()) + 1
+    cal = {name: np.full(n, np.nan) for name in names}
+    t0 = time.perf_counter()
+    if n_distinct >= 3:
+        for train, test in calibration_folds(n, CROSS_FIT_LOO_MAX, groups):
+            k = clone(kernel)
+            with _reusing_features(k):  # each part's features computed once per fold
+                k.fit(Zc[train])
+                res = scores(k, train, Zc[test])
+            for name in names:
+                cal[name][test] = res[name]
+    if groups is not None:
+        cal = {name: c[first_occurrences(groups)] for name, c in cal.items()}
+    k = clone(kernel)
+    with _reusing_features(k):
+        k.fit(Zc)
+        res = scores(k, np.arange(n), Zt)
+    secs = time.perf_counter() - t0
+    return {name: (cal[name], np.asarray(res[name], dtype=np.float64), secs) for name in names}
 
 
 def member_scores(spec, Xc, Xt):
@@ -396,6 +560,8 @@ def compute_group(group: str, Xc, Xt) -> dict:
         return kernel_group(_rc_kernel(False), names, Xc, Xt)
     if group == "rcp":
         return kernel_group(_rc_kernel(True), names, Xc, Xt)
+    if group == "rcsd":
+        return density_group(_rc_kernel(False), names, Xc, Xt)
     if group == "diff":
         dc = [np.diff(x, axis=0) if len(x) > 1 else x for x in Xc]
         dt = [np.diff(x, axis=0) if len(x) > 1 else x for x in Xt]
