@@ -39,6 +39,9 @@ Candidates (:data:`CANDIDATES`; a group is computed in one pass over its folds):
   length and pre-processed as the protocol says with a time channel (:func:`sig_kernels` gives
   their parameters, a rule on the pre-processed corpus's shape); fixed kernels, so the held-out
   scores are kNN's exact leave-one-out on the corpus Gram, as the detector's GAK member's.
+* ``rcsd_*``: density-relative scores on the recipe's kernel (:func:`density_scores`,
+  cross-fitted like ``rcs``): ``rcsd_lof10`` / ``rcsd_lof20`` the Local Outlier Factor,
+  ``rcsd_ratio5`` the mean 5-NN distance over its neighbours' own, ``rcsd_cos5`` cosine 5-NN.
 
     python -m experiments.detector_pool.pool run --half tuning [--shard 0/2] [--only rcs,gak]
         [--reverse]
