@@ -38,7 +38,7 @@ lint: install-test
 	$(BIN)/ruff format --check .
 
 test: install-test lint
-	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --durations=20
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=20
 
 bench: install-test
 	$(BIN)/python benchmarks/bench_gram.py
