@@ -125,60 +125,71 @@ def _specs(kernel, names):
     return out
 
 
-def kernel_group(kernel, names, Xc, Xt) -> dict:
-    """(cal, test) of several scorers on one corpus-fitted kernel, exactly as
-    ``Member.fit`` cross-fits them (one kernel fit per fold serves every scorer)."""
+def cross_fitted(kernel, names, Xc, Xt, scores) -> dict:
+    """(cal, test, seconds) of the candidates ``names`` on one corpus-fitted kernel,
+    cross-fitted exactly as ``Member.fit`` does: the calibration folds of
+    :func:`novelty.scorers._folds.calibration_folds` (exact copies held out together, one
+    score per distinct series), a clone of ``kernel`` fitted on each training part, and one
+    final fit on the whole corpus for the test scores. ``scores(k, train, Zq)`` gives
+    {name: novelty of the batch ``Zq``} from the kernel ``k`` fitted on the corpus rows
+    ``train``; one kernel fit per fold serves every candidate. Fewer than 3 distinct series
+    leave the held-out scores NaN."""
     from sklearn.base import clone
 
     from novelty.detector._members import (
         CROSS_FIT_LOO_MAX,
         _reusing_features,
-        cross_grams,
         duplicate_groups,
         first_occurrences,
-        make_scorer,
     )
     from novelty.scorers._folds import calibration_folds
     from tskernels import SeriesBatch
 
-    specs = _specs(kernel, names)
     Zc, Zt = SeriesBatch.from_checked(Xc), SeriesBatch.from_checked(Xt)
     n = len(Zc)
     groups = duplicate_groups(Xc)
     n_distinct = n if groups is None else int(groups.max()) + 1
-    cal = {name: np.empty(n) for name in specs}
+    cal = {name: np.full(n, np.nan) for name in names}
     t0 = time.perf_counter()
     if n_distinct >= 3:
         for train, test in calibration_folds(n, CROSS_FIT_LOO_MAX, groups):
             k = clone(kernel)
             with _reusing_features(k):  # each part's features computed once per fold
                 k.fit(Zc[train])
-                K = k.gram(Zc[train], normalize=False)
-                Kt, diag = cross_grams(k, Zc[test], Zc[train], False)
-            for name, spec in specs.items():
-                try:
-                    cal[name][test] = make_scorer(spec, K.shape[0]).fit(K).score(Kt, diag)
-                except (ValueError, ArithmeticError):
-                    cal[name][test] = np.nan
-    else:
-        for name in specs:
-            cal[name][:] = np.nan
+                res = scores(k, train, Zc[test])
+            for name in names:
+                cal[name][test] = res[name]
     if groups is not None:
         cal = {name: c[first_occurrences(groups)] for name, c in cal.items()}
     k = clone(kernel)
     with _reusing_features(k):
         k.fit(Zc)
-        K = k.gram(Zc, normalize=False)
-        Kt, diag = cross_grams(k, Zt, Zc, False)
-    out = {}
+        res = scores(k, np.arange(n), Zt)
     secs = time.perf_counter() - t0
-    for name, spec in specs.items():
-        try:
-            s = make_scorer(spec, K.shape[0]).fit(K).score(Kt, diag)
-        except (ValueError, ArithmeticError):
-            s = np.full(len(Zt), np.nan)
-        out[name] = (cal[name], np.asarray(s, dtype=np.float64), secs)
-    return out
+    return {name: (cal[name], np.asarray(res[name], dtype=np.float64), secs) for name in names}
+
+
+def kernel_group(kernel, names, Xc, Xt) -> dict:
+    """(cal, test, seconds) of several scorers on one corpus-fitted kernel, exactly as
+    ``Member.fit`` cross-fits them (:func:`cross_fitted`; a scorer that raises gives NaN)."""
+    from novelty.detector._members import cross_grams, make_scorer
+    from tskernels import SeriesBatch
+
+    specs = _specs(kernel, names)
+    Zc = SeriesBatch.from_checked(Xc)
+
+    def scores(k, train, Zq):
+        K = k.gram(Zc[train], normalize=False)
+        Kt, diag = cross_grams(k, Zq, Zc[train], False)
+        out = {}
+        for name, spec in specs.items():
+            try:
+                out[name] = make_scorer(spec, K.shape[0]).fit(K).score(Kt, diag)
+            except (ValueError, ArithmeticError):
+                out[name] = np.full(len(Zq), np.nan)
+        return out
+
+    return cross_fitted(kernel, list(specs), Xc, Xt, scores)
 
 
 # ------------------------------------------------------------------ density-relative members
@@ -298,17 +309,11 @@ def density_group(kernel, names, Xc, Xt) -> dict:
     together; one kernel fit per fold serves every candidate). A density is estimated on the
     distinct series of the training part only (exact copies would sit at distance 0 and make
     it infinite): the first of each copy group, the kernel still fitted on every series."""
-    from sklearn.base import clone
-
-    from novelty.detector._members import (
-        CROSS_FIT_LOO_MAX,
-        _reusing_features,
-        cross_grams,
-        duplicate_groups,
-        first_occurrences,
-    )
-    from novelty.scorers._folds import calibration_folds
+    from novelty.detector._members import cross_grams, duplicate_groups
     from tskernels import SeriesBatch
+
+    Zc = SeriesBatch.from_checked(Xc)
+    groups = duplicate_groups(Xc)
 
     def scores(k, train, Zq):
         keep = _distinct_rows(train, groups)
@@ -320,28 +325,7 @@ def density_group(kernel, names, Xc, Xt) -> dict:
         except (ValueError, ArithmeticError):
             return {name: np.full(len(Zq), np.nan) for name in names}
 
-    Zc, Zt = SeriesBatch.from_checked(Xc), SeriesBatch.from_checked(Xt)
-    n = len(Zc)
-    groups = duplicate_groups(Xc)
-    n_distinct = n if groups is None else int(groups.max()) + 1
-    cal = {name: np.full(n, np.nan) for name in names}
-    t0 = time.perf_counter()
-    if n_distinct >= 3:
-        for train, test in calibration_folds(n, CROSS_FIT_LOO_MAX, groups):
-            k = clone(kernel)
-            with _reusing_features(k):  # each part's features computed once per fold
-                k.fit(Zc[train])
-                res = scores(k, train, Zc[test])
-            for name in names:
-                cal[name][test] = res[name]
-    if groups is not None:
-        cal = {name: c[first_occurrences(groups)] for name, c in cal.items()}
-    k = clone(kernel)
-    with _reusing_features(k):
-        k.fit(Zc)
-        res = scores(k, np.arange(n), Zt)
-    secs = time.perf_counter() - t0
-    return {name: (cal[name], np.asarray(res[name], dtype=np.float64), secs) for name in names}
+    return cross_fitted(kernel, names, Xc, Xt, scores)
 
 
 def member_scores(spec, Xc, Xt):
