@@ -51,7 +51,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold
 from ._grids import build_kernel
 from ._metrics import _check as _check_metric_inputs
 from ._metrics import roc_auc_and_average_precision
-from ._scorers import n_ranks, pad_rank_metrics, rank_rule, score_fold, scorer_axis
+from ._scorers import CellScorers, n_ranks, pad_rank_metrics, rank_rule, score_fold, scorer_axis
 
 __all__ = [
     "Dataset",
@@ -66,6 +66,13 @@ __all__ = [
 #: Errors recorded in the store for a cell (a diverging kernel, a non-PSD Gram); anything
 #: else (TypeError, KeyError, torch's RuntimeError for shape bugs, ...) is a bug and propagates.
 RECORDED_ERRORS = (ValueError, ArithmeticError)  # ArithmeticError covers FloatingPointError
+
+#: Cells score their folds through :class:`experiments._scorers.CellScorers` (checks once per
+#: cell and fold) and compute a fold's metrics for all scorers at once
+#: (:func:`fold_metrics_many`); False: :func:`experiments._scorers.score_fold` and
+#: :func:`fold_metrics` per scorer, the reference the fast path equals bit for bit
+#: (tests/test_cell_fast_path.py).
+FAST_PATH = True
 
 
 @dataclass(frozen=True)
@@ -453,6 +460,8 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
     score_seconds = {s: 0.0 for s in scorers}
     error, score_errors = None, {}
     shared = None
+    fast = CellScorers(scorers, config) if FAST_PATH else None
+    ranks: dict[str, int] = {}  # scorer -> n_ranks
     try:
         if config["share"] == "class":
             shared = _class_grams(cell, data, config)
@@ -483,17 +492,27 @@ def _run_cv_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
             n_folds += 1
             for li in range(L):
                 t0 = time.perf_counter()
-                scores, failed = score_fold(
-                    scorers, Kcc[li], Kvc[li], d_v[li], config, RECORDED_ERRORS, pad=False
-                )
+                if fast is None:
+                    scores, failed = score_fold(
+                        scorers, Kcc[li], Kvc[li], d_v[li], config, RECORDED_ERRORS, pad=False
+                    )
+                    metrics = None
+                else:
+                    scores, failed = fast.score(
+                        Kcc[li], Kvc[li], d_v[li], RECORDED_ERRORS, pad=False
+                    )
+                    ok = [s for s in scorers if s not in failed]
+                    metrics = dict(zip(ok, fold_metrics_many([scores[s] for s in ok], labels)))
                 for s in scorers:
                     if s in failed:
                         score_errors.setdefault((s, li), failed[s])
                         continue
                     # metrics of the fold's M ranks, padded to n_ranks by the rank rule
-                    roc, pr = fold_metrics(scores[s], labels)
-                    roc = pad_rank_metrics(roc, n_ranks(s, config), rule)
-                    pr = pad_rank_metrics(pr, n_ranks(s, config), rule)
+                    roc, pr = fold_metrics(scores[s], labels) if metrics is None else metrics[s]
+                    if s not in ranks:
+                        ranks[s] = n_ranks(s, config)
+                    roc = pad_rank_metrics(roc, ranks[s], rule)
+                    pr = pad_rank_metrics(pr, ranks[s], rule)
                     if isinstance(sums[s][0], float):
                         sums[s] = [np.zeros((L, *roc.shape)), np.zeros((L, *roc.shape))]
                     sums[s][0][li] += roc
@@ -652,6 +671,33 @@ def fold_metrics(scores, labels) -> tuple[np.ndarray, np.ndarray]:
     return auc, prec.reshape(s.shape).sum(-1) / n_pos
 
 
+def fold_metrics_many(arrays: list, labels) -> list[tuple[np.ndarray, np.ndarray]]:
+    """[:func:`fold_metrics` (scores, labels) for scores in ``arrays``], the same bits, with
+    one sort call and one compiled pass over the rankings of all the arrays (a fold's seven
+    scorers: one call instead of seven). Each array is checked as :func:`fold_metrics`
+    checks it, in order (the first bad one raises its message); each ranking's terms are
+    computed and summed exactly as there (rows are independent: the sort and the compiled
+    terms work row by row, and each array's sums run over its own rows)."""
+    from ._metrics_numba import metric_terms
+
+    if not arrays:
+        return []
+    checked = [_check_metric_inputs(scores, labels) for scores in arrays]
+    y = checked[0][1]
+    n = y.size
+    n_pos = int(y.sum())
+    neg = -np.concatenate([s.reshape(-1, n) for s, _ in checked])
+    mid, prec = metric_terms(neg, np.argsort(neg, axis=-1), y)
+    out, start = [], 0
+    for s, _ in checked:
+        rows = slice(start, start + s.size // n)
+        start = rows.stop
+        m, p = mid[rows].reshape(s.shape), prec[rows].reshape(s.shape)
+        auc = (m.sum(-1) - n_pos * (n_pos + 1) / 2.0) / (n_pos * (n - n_pos))
+        out.append((auc, p.sum(-1) / n_pos))
+    return out
+
+
 def _class_grams(cell: dict, data: Dataset, config: dict) -> dict:
     """share="class": pre-processing fitted on the whole class; Grams of every training series
     against the class series, normalised, for slicing per fold."""
@@ -747,7 +793,13 @@ def _run_test_cell(cell: dict, data: Dataset, config: dict) -> list[dict]:
             levels = None if level is None else [level]
             kernel = build_kernel(cell["kernel"], point, d, T, levels, config["device"])
             Kcc, Kte, d_te = fold_grams(kernel, C, Te, levels)
-            scores, failed = score_fold(scorers, Kcc[0], Kte[0], d_te[0], config, RECORDED_ERRORS)
+            if FAST_PATH:
+                scorer_set = CellScorers(scorers, config)
+                scores, failed = scorer_set.score(Kcc[0], Kte[0], d_te[0], RECORDED_ERRORS)
+            else:
+                scores, failed = score_fold(
+                    scorers, Kcc[0], Kte[0], d_te[0], config, RECORDED_ERRORS
+                )
             err = None
         except RECORDED_ERRORS as exc:
             scores, failed, err = {}, {}, f"{type(exc).__name__}: {exc}"

@@ -31,6 +31,7 @@ import torch
 from ._grids import scorer_setup
 
 __all__ = [
+    "CellScorers",
     "RANK_RULES",
     "baseline_names",
     "expand_scorers",
@@ -223,3 +224,217 @@ def score_fold(
         except errors as exc:
             failed.update({m: f"{type(exc).__name__}: {exc}" for m in members})
     return out, failed
+
+
+# ---------------------------------------------------------------------------- the fast path
+class CellScorers:
+    """:func:`score_fold` for the many folds of one cell, the same arrays and messages bit for
+    bit, without the fixed cost that the public scorer API pays per call.
+
+    ``score_fold`` fits each scorer through its public ``fit``/``score``/``sweep``, so every
+    fold of every cell checks the scorers' parameters (scikit-learn's ``get_params`` and
+    constraints), the corpus Gram (finite, symmetric, symmetrised: once per scorer, six times
+    a fold with the seven scorers) and the others' Gram and diagonal again, and the mean-
+    embedding and one-class SVM scorers compute the eigenvalues of the same corpus Gram twice
+    for their positive semi-definiteness check. Here, for the built-in scorers:
+
+    - the parameters (and the axis values: alphas, lambdas) are checked once, at the first
+      fold, with the checks of the public methods; a family whose check fails (or whose
+      scorer classes are not the built-in ones) runs through ``score_fold``'s own function at
+      every fold, with its messages;
+    - a fold's Grams are checked once (:func:`~novelty.scorers._validation.check_corpus_gram`,
+      ``check_cross_gram``, ``check_test_diag``: the checks every public fit and score makes,
+      with the same outputs), and every family fits and scores those checked tensors through
+      the scorers' internal entry points (``_fit_checked``, ``_score_checked``, ``_sweep``,
+      ``VarianceNorm._distances``): the same computation the public methods run after their
+      checks. A fold whose Grams fail a check runs through :func:`score_fold` (its messages);
+    - the positive semi-definiteness check of one corpus Gram is computed once per fold
+      (:func:`~novelty.scorers._validation.psd_checks_shared`), and scikit-learn's own checks
+      of the one-class SVM's inputs (finite, parameters: checked above) are skipped through
+      its public ``config_context``.
+    """
+
+    def __init__(self, names: Sequence[str], config: dict):
+        self.names = list(names)
+        self.config = config
+        self._families: dict[str, list[str]] | None = None
+        self._prepared: dict[str, dict | None] = {}
+
+    def _prepare(self) -> None:
+        """The families in ``score_fold``'s order, each with its checked state (None: the
+        family runs through ``score_fold``'s function)."""
+        registered = _registry()
+        families: dict[str, list[str]] = {}
+        for name in self.names:
+            family = scorer_setup(registered[name]).family
+            if family not in FAMILIES:  # score_fold's message, at the same fold
+                raise ValueError(
+                    f"scorer {name!r} is set up with family {family!r} (SCORER_SETUPS of "
+                    f"experiments._grids); the experiments know {', '.join(FAMILIES)}"
+                )
+            families.setdefault(family, []).append(name)
+        for family, members in families.items():
+            try:
+                self._prepared[family] = _PREPARE[family](
+                    [registered[m] for m in members], self.config
+                )
+            except Exception:  # noqa: BLE001 - any failure: the family keeps the public path
+                self._prepared[family] = None
+        self._families = families
+
+    def score(
+        self,
+        Kcc: torch.Tensor,
+        Koc: torch.Tensor,
+        d_o: torch.Tensor,
+        errors: tuple[type[BaseException], ...] = (),
+        *,
+        pad: bool = True,
+    ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """``score_fold(names, Kcc, Koc, d_o, config, errors, pad=pad)``, the same result."""
+        if self._families is None:
+            self._prepare()
+        if d_o is None or all(state is None for state in self._prepared.values()):
+            return score_fold(self.names, Kcc, Koc, d_o, self.config, errors, pad=pad)
+        from novelty.scorers._validation import (
+            check_corpus_gram,
+            check_cross_gram,
+            check_test_diag,
+        )
+
+        try:
+            Kc = check_corpus_gram(Kcc, "K_corpus", min_points=2)
+            Kt = check_cross_gram(Koc, Kc.shape[0], "K_test_corpus", Kc.device)
+            dt = check_test_diag(d_o, Kt.shape[0], "k_test_diag", Kc.device)
+        except Exception:  # noqa: BLE001 - each scorer then checks, and reports, itself
+            return score_fold(self.names, Kcc, Koc, d_o, self.config, errors, pad=pad)
+        out, failed = {}, {}
+        for family, members in self._families.items():
+            state = self._prepared[family]
+            try:
+                if state is None:
+                    out.update(FAMILIES[family](members, Kcc, Koc, d_o, self.config, pad=pad))
+                else:
+                    out.update(_FAST[family](state, members, Kc, Kt, dt, self.config, pad))
+            except errors as exc:
+                failed.update({m: f"{type(exc).__name__}: {exc}" for m in members})
+        return out, failed
+
+
+def _builtin(classes: list[type], *names: str) -> None:
+    """Raise unless every class is one of the built-in scorer classes ``names`` (the fast
+    path trusts their internal entry points; another class keeps the public path)."""
+    import novelty
+
+    allowed = {getattr(novelty, n) for n in names}
+    if not all(c in allowed for c in classes):
+        raise TypeError("not a built-in scorer class")
+
+
+def _prepare_variance_norm(classes, config) -> dict:
+    from novelty._constraints import ALPHAS, RANK, validate_params
+    from novelty.scorers._validation import as_alphas
+    from novelty.scorers._variance_norm import VarianceNorm
+    from tskernels.validation import validate_params as validate_arguments
+
+    _builtin(classes, "ConformanceScorer", "MahalanobisScorer")
+    first = classes[0](threshold=config["threshold"], max_rank=config["max_rank"])
+    validate_params(first)  # fit's check
+    alphas = list(config["alphas"])
+    # the checks of VarianceNorm.conformance / mahalanobis(Koc, alphas, rank="all")
+    validate_arguments({"alpha": ALPHAS, "rank": RANK})(lambda alpha, rank: None)(alphas, "all")
+    validate_params(VarianceNorm(threshold=first.threshold, max_rank=first.max_rank))
+    return {"first": classes[0], "alphas": as_alphas(alphas)[0]}
+
+
+def _variance_norm_fast(state, names, Kc, Kt, dt, config, pad) -> dict[str, np.ndarray]:
+    registered = _registry()
+    first = state["first"](threshold=config["threshold"], max_rank=config["max_rank"])
+    vn = first._fit_checked(Kc).variance_norm_
+    out = {}
+    for name in names:
+        dist = vn._distances(Kt, state["alphas"], vn.n_components_, registered[name]._conformance)
+        if pad:
+            dist = _pad_ranks(dist, config["max_rank"])
+        out[name] = (1.0 / (dist + DIST_EPS)).cpu().numpy()
+    return out
+
+
+def _prepare_sse(classes, config) -> dict:
+    from novelty._constraints import check_values, validate_params
+
+    _builtin(classes, "SpectralSupport")
+    lams = list(config["sse_lams"])
+    for cls in classes:
+        scorer = cls(filter="tikhonov", lam=lams[0])
+        validate_params(scorer)  # fit's and sweep's check
+        check_values(scorer, "lam", lams)  # sweep's check of the axis values
+    return {"lams": lams}
+
+
+def _sse_fast(state, names, Kc, Kt, dt, config, pad) -> dict[str, np.ndarray]:
+    from novelty.scorers._gram_scorer import as_numpy
+
+    lams, registered, out = state["lams"], _registry(), {}
+    for name in names:
+        sse = registered[name](filter="tikhonov", lam=lams[0])._fit_checked(Kc)
+        out[name] = -np.asarray(as_numpy(sse._sweep(Kt, dt, list(lams), None)), dtype=np.float64)
+    return out
+
+
+def _prepare_sosrep(classes, config) -> dict:
+    from novelty._constraints import validate_params
+
+    _builtin(classes, "SOSREPScorer")
+    (cls,) = classes
+    validate_params(cls(seed=config["seed"]))  # fit's and log_density's check
+    return {}
+
+
+def _sosrep_fast(state, names, Kc, Kt, dt, config, pad) -> dict[str, np.ndarray]:
+    (name,) = names
+    with warnings.catch_warnings():  # as _sosrep
+        warnings.filterwarnings("ignore", message="the corpus Gram has negative entries")
+        warnings.filterwarnings("ignore", message="SOSREP did not converge")
+        scorer = _registry()[name](seed=config["seed"])._fit_checked(Kc)
+    if not scorer.converged_:
+        raise FloatingPointError(
+            f"SOSREP did not converge in {scorer.n_iter_} steps (residual {scorer.residual_:.2e})"
+        )
+    s = torch.as_tensor(scorer._log_density(Kt)).reshape(-1)
+    return {name: s[None, None, :].cpu().numpy()}
+
+
+def _prepare_baseline(classes, config) -> dict:
+    from novelty._constraints import validate_params
+
+    _builtin(classes, "KNNScorer", "MeanEmbeddingScorer", "OCSVMScorer")
+    for cls in classes:
+        validate_params(cls())  # fit's and score's check
+    return {}
+
+
+def _baseline_fast(state, names, Kc, Kt, dt, config, pad) -> dict[str, np.ndarray]:
+    from sklearn import config_context
+
+    from novelty.scorers._gram_scorer import as_numpy
+    from novelty.scorers._validation import psd_checks_shared
+
+    registered, out = _registry(), {}
+    # the inputs are checked (finite) and the one-class SVM's nu by its own constraint
+    with psd_checks_shared(), config_context(assume_finite=True, skip_parameter_validation=True):
+        for name in names:
+            scores = registered[name]()._fit_checked(Kc)._score_checked(Kt, dt)
+            novelty = np.asarray(as_numpy(scores), dtype=np.float64)
+            out[name] = -novelty.reshape(-1)[None, None, :]
+    return out
+
+
+_PREPARE: dict[str, Callable] = {
+    "variance_norm": _prepare_variance_norm, "sse": _prepare_sse, "sosrep": _prepare_sosrep,
+    "baseline": _prepare_baseline,
+}  # fmt: skip
+_FAST: dict[str, Callable] = {
+    "variance_norm": _variance_norm_fast, "sse": _sse_fast, "sosrep": _sosrep_fast,
+    "baseline": _baseline_fast,
+}  # fmt: skip

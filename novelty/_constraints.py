@@ -161,7 +161,7 @@ def validate_params(estimator) -> None:
     ``_parameter_constraints`` (scikit-learn's ``validate_parameter_constraints``); a
     parameter without a declared constraint is a bug of the class and raises TypeError."""
     cls = type(estimator)
-    params = estimator.get_params(deep=False)
+    params = _params(estimator)
     missing = sorted(set(params) - set(cls._parameter_constraints))
     if missing:
         raise TypeError(f"{cls.__name__} declares no constraint for its parameters {missing}")
@@ -174,3 +174,28 @@ def check_values(estimator, name: str, values: Iterable) -> None:
     constraints = {name: type(estimator)._parameter_constraints[name]}
     for value in values:
         validate_parameter_constraints(constraints, {name: value}, type(estimator).__name__)
+
+
+#: Constructor parameter names per (class, its ``__init__``): scikit-learn's
+#: ``_get_param_names`` reads the signature afresh at each call (``inspect.signature``, most
+#: of a scorer's per-fit overhead in a CV cell).
+_PARAM_NAMES: dict = {}
+
+
+def _params(estimator) -> dict:
+    """``estimator.get_params(deep=False)``: scikit-learn's, with the parameter names of a
+    class that keeps scikit-learn's ``get_params`` and ``_get_param_names`` read once."""
+    from sklearn.base import BaseEstimator
+
+    cls = type(estimator)
+    if (
+        getattr(cls, "get_params", None) is not BaseEstimator.get_params
+        or getattr(getattr(cls, "_get_param_names", None), "__func__", None)
+        is not BaseEstimator._get_param_names.__func__
+    ):
+        return estimator.get_params(deep=False)
+    key = (cls, cls.__init__)
+    names = _PARAM_NAMES.get(key)
+    if names is None:
+        names = _PARAM_NAMES[key] = tuple(cls._get_param_names())
+    return {name: getattr(estimator, name) for name in names}

@@ -146,6 +146,7 @@ def test_cv_cell_of_every_scorer_unchanged(monkeypatch, share, kernel, point):
     monkeypatch.setattr(vn_module, "conformance_sq_all_ranks", _brute_conformance_sq)
     monkeypatch.setattr(SpectralSupport, "_sweep", _old_sse_sweep)
     monkeypatch.setattr(protocol, "fold_metrics", roc_auc_and_average_precision)
+    monkeypatch.setattr(protocol, "FAST_PATH", False)  # the per-scorer fold_metrics above
     old = run_cv_cell(cell, data, config)
     assert [r["scorer"] for r in new] == ALL_SCORERS == [r["scorer"] for r in old]
     for a, b in zip(new, old):

@@ -126,7 +126,13 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
     def fit(self, K, y=None) -> GramScorer:
         """Fit on the corpus Gram ``K`` (N, N), numpy or torch (``y`` is ignored)."""
         validate_params(self)
-        K = check_corpus_gram(K, "K_corpus", min_points=self.min_corpus)
+        return self._fit_checked(check_corpus_gram(K, "K_corpus", min_points=self.min_corpus))
+
+    def _fit_checked(self, K: torch.Tensor) -> GramScorer:
+        """:meth:`fit` without its checks: ``K`` the output of :func:`check_corpus_gram`
+        (at least ``min_corpus`` points) and the parameters validated by the caller. The
+        internal entry point of callers that check once for many fits (the experiments'
+        CV cells); the same computation as :meth:`fit`."""
         self._fit(K)
         self._device = K.device
         self.n_corpus_ = K.shape[0]
@@ -141,7 +147,13 @@ class GramScorer(BaseEstimator, metaclass=ABCMeta):
     def score_tensor(self, K_test, diag_test=None) -> torch.Tensor:
         """:meth:`score` as a float64 tensor on the scorer's device, not converted to numpy
         (for callers that combine several scores before one conversion)."""
-        return self._score(*self._check_test(K_test, diag_test)).to(torch.float64)
+        return self._score_checked(*self._check_test(K_test, diag_test))
+
+    def _score_checked(self, K_test: torch.Tensor, diag_test: torch.Tensor | None):
+        """:meth:`score_tensor` without its checks: the inputs the outputs of
+        :func:`check_cross_gram` and :func:`check_test_diag` on this fit's device, the
+        parameters validated by the caller (the internal entry point of :meth:`_fit_checked`)."""
+        return self._score(K_test, diag_test).to(torch.float64)
 
     def sweep(self, K_test, diag_test=None, axis_values=None, ranks=None) -> np.ndarray:
         """Scores for every value of ``sweep_axis`` and every rank, array (n_axis, n_rank,

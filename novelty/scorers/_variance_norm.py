@@ -171,17 +171,27 @@ class VarianceNorm(BaseEstimator):
         self._check_fitted()
         alphas, scalar_alpha = as_alphas(alpha)  # checked by the public method
         r, all_ranks = self._check_rank(rank)
-        P = self._project(self._check_test(K))[:, :r]  # (n_test, r)
+        out = self._distances(self._check_test(K), alphas, r, conformance)
+        if not all_ranks:
+            out = out[:, -1]
+        return out[0] if scalar_alpha else out
+
+    def _distances(
+        self, Kt: torch.Tensor, alphas: list[float], r: int, conformance: bool
+    ) -> torch.Tensor:
+        """The distances of ranks 1..r for every alpha, Tensor (n_alpha, r, n_test), from a
+        checked test Gram ``Kt`` (:meth:`_check_test`), checked float ``alphas`` and
+        ``r <= n_components_``: the computation behind :meth:`mahalanobis` and
+        :meth:`conformance`, and the internal entry point of callers that checked once
+        (the experiments' CV cells)."""
+        P = self._project(Kt)[:, :r]  # (n_test, r)
         W = self._weights(alphas)[:, :r]  # (n_alpha, r)
         if conformance:
             sq = _conformance_sq(P, self.corpus_projections_[:, :r], W)
         else:
             diff2 = (P - self.corpus_mean_[:r]) ** 2  # (n_test, r)
             sq = torch.cumsum(W[:, :, None] * diff2.T[None, :, :], dim=1)  # (n_alpha, r, n)
-        out = torch.sqrt(sq.clamp_min(0.0))  # cumulative sums of non-negative terms
-        if not all_ranks:
-            out = out[:, -1]
-        return out[0] if scalar_alpha else out
+        return torch.sqrt(sq.clamp_min(0.0))  # cumulative sums of non-negative terms
 
     # ------------------------------------------------------------------ checks
     def _check_fitted(self) -> None:
