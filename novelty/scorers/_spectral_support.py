@@ -60,6 +60,14 @@ def spectral_filter(
     sigma: torch.Tensor, filter: str, lam: float, iterations: int | None = None, nu: float = 1.0
 ) -> torch.Tensor:
     """g_lambda(sigma) elementwise for the named filter (sigma >= 0)."""
+    return _spectral_filter(sigma, filter, lam, iterations, nu)
+
+
+def _spectral_filter(
+    sigma: torch.Tensor, filter: str, lam: float, iterations: int | None = None, nu: float = 1.0
+) -> torch.Tensor:
+    """:func:`spectral_filter` without its argument checks (``filter`` and ``iterations``
+    checked by the caller: :class:`SpectralSupport` declares them as its parameters)."""
     if filter == "tikhonov":
         return 1.0 / (sigma + lam)
     if filter == "tsvd":
@@ -171,7 +179,7 @@ class SpectralSupport(GramScorer):
                 f"`K_corpus` is not positive semi-definite: eigenvalue {float(sigma[0]) * n:.3g}"
             )
         sigma = sigma.clamp_min(0.0)  # rounding below zero only (checked above)
-        filter_values = spectral_filter(sigma, self.filter, lam, n_iterations, self.nu)
+        filter_values = _spectral_filter(sigma, self.filter, lam, n_iterations, self.nu)
         if n_iterations is not None:
             self.n_iterations_ = n_iterations
         self.eigenvalues_ = sigma
@@ -212,7 +220,7 @@ class SpectralSupport(GramScorer):
         for lam in values:  # a few lambdas; each row is one (n_test, n) product and sum
             iterative = self.filter in _ITERATIVE
             t = _iterations(self.filter, lam, self.iterations) if iterative else None
-            g = spectral_filter(self.eigenvalues_, self.filter, float(lam), t, self.nu)
+            g = _spectral_filter(self.eigenvalues_, self.filter, float(lam), t, self.nu)
             rows.append(1.0 - self._filtered(proj2, g))
         return torch.stack(rows)[:, None, :]
 
