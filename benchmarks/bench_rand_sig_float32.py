@@ -307,7 +307,7 @@ def summarise(out, variants) -> None:
     base = variants[0]
     for v in variants[1:]:
         feat, gram, roc, obj = [], [], [], []
-        changed_all = changed_sub = n_all = n_sub = 0
+        changed_all = changed_sub = changed_full = n_all = n_sub = 0
         test = []
         for rec in out:
             for key, Z in rec["feat"].items():
@@ -333,9 +333,12 @@ def summarise(out, variants) -> None:
                     ob = sb[s] if key[1] == "all" else sb
                     same = (one.get("params"), one.get("time_channel")) == (
                         ob.get("params"), ob.get("time_channel"))  # fmt: skip
+                    full = same and (one.get("alpha"), one.get("rank")) == (
+                        ob.get("alpha"), ob.get("rank"))  # fmt: skip
                     if key[1] == "all":
                         n_all += 1
                         changed_all += not same
+                        changed_full += not full
                     else:
                         n_sub += 1
                         changed_sub += not same
@@ -352,11 +355,38 @@ def summarise(out, variants) -> None:
         print(f"normalised Grams (first fold), abs: {dist(gram)}")
         print(f"CV cells' ROC arrays, abs: {dist(roc)}")
         print(f"CV cells' objective (max ROC + PR), abs: {dist(obj)}")
-        print(f"selections over the whole grid changed: {changed_all} of {n_all}")
+        print(f"selections over the whole grid changed: {changed_all} of {n_all} (kernel point "
+              f"and time channel); {changed_full} of {n_all} with alpha and rank")  # fmt: skip
         print(f"(features, variance) selections per (seed, tc) changed: {changed_sub} of {n_sub}")
         for t in test:
             d = None if t[3] is None or t[4] is None else t[4] - t[3]
             print(f"test {t[0]} class {t[1]} {t[2]}: {t[3]} -> {t[4]} (diff {d})")
+        print("| variance | features rel. diff, median / max | Gram abs diff, max | CV cells "
+              "with a changed ROC entry | CV ROC abs diff, max |")  # fmt: skip
+        print("|---|---|---|---|---|")
+        for var in sorted({json.loads(k[1])["variance"] for rec in out for k in rec["feat"]}):
+            f_, g_, n_, c_, r_ = [], [], 0, 0, [0.0]
+            for rec in out:
+                for key, Z in rec["feat"].items():
+                    if key[0] != v or json.loads(key[1])["variance"] != var:
+                        continue
+                    f_.append(_rel(Z, rec["feat"][(base, *key[1:])]))
+                    g, gb = rec["gram"][key], rec["gram"][(base, *key[1:])]
+                    if isinstance(g, tuple) and isinstance(gb, tuple):
+                        g_.append(max(float((a - b).abs().max()) for a, b in zip(g, gb)))
+                for key, r in rec["cv"][v].items():
+                    rb = rec["cv"][base][key]
+                    if json.loads(key[1])["variance"] != var or r["roc"] is None:
+                        continue
+                    if rb["roc"] is None:
+                        continue
+                    n_ += 1
+                    d = np.abs(r["roc"] - rb["roc"]).max()
+                    c_ += bool(d > 0)
+                    r_.append(float(d))
+            gmax = max(g_) if g_ else float("nan")
+            print(f"| {var:.3g} | {np.median(f_):.2g} / {max(f_):.2g} | {gmax:.2g} | "
+                  f"{c_} of {n_} | {max(r_):.3g} |")  # fmt: skip
         cpu = {w: sum(rec["cpu"][w] for rec in out) for w in variants}
         print(f"CPU s of the runs (incl. feature/Gram checks): {cpu}")
 

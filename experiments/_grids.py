@@ -243,15 +243,35 @@ def _pde_sig(name: str):
     return build
 
 
+#: The floating-point precision (bits) in which the randomized signature's controlled ODE is
+#: solved: the grid axis ``precision`` of the paper preset's ``rand_sig_tanh`` grids. 32: the
+#: inputs, random map, Euler buffers and ``tanh`` in float32, the features then widened to
+#: float64 and the Gram formed from them in float64
+#: (:class:`experiments._rand_sig32.Float32RandomizedSignature`); 64, or a point without the
+#: axis: the kernel in float64.
+RAND_PRECISIONS = (32, 64)
+
+
 def _rand_sig(activation_first: bool = False):
     def build(g, d, T):
         from tskernels import make_kernel
 
+        precision = g.get("precision", 64)
+        if isinstance(precision, bool) or precision not in RAND_PRECISIONS:
+            raise ValueError(
+                f"rand_sig_tanh: `precision` must be one of {', '.join(map(str, RAND_PRECISIONS))}"
+                f" (bits of the floats the ODE is solved in), got {precision!r}"
+            )
         # the kernel's ``scale`` is the variance of the random matrices A_i
-        return make_kernel(
+        kernel = make_kernel(
             "rand_sig_tanh", n_features=g["features"], scale=g["variance"], seed=g["seed"],
             activation_first=activation_first,
         )  # fmt: skip
+        if int(precision) == 64:
+            return kernel
+        from ._rand_sig32 import Float32RandomizedSignature
+
+        return Float32RandomizedSignature(**{**kernel.get_params(), "dtype": "float32"})
 
     return build
 
@@ -335,15 +355,28 @@ def _paper_grids() -> dict[str, KernelGrid]:
         "pde_sig_rbf": KernelGrid({"scale": PDE_SCALES}),
         # beyond the reference study: the PDE signature kernel of the un-lifted path
         "pde_sig_linear": KernelGrid({"scale": PDE_SCALES}),
+        # the randomized signature in float32 (``precision``: half the CPU time of its cells;
+        # docs/results_study_scale.md, "in float32"); ``--grid rand_sig_tanh.precision=64``
+        # runs it in float64
         "rand_sig_tanh": KernelGrid(
-            {"features": RAND_FEATURES, "variance": RAND_VARIANCES, "seed": RAND_SEEDS}
+            {
+                "features": RAND_FEATURES,
+                "variance": RAND_VARIANCES,
+                "seed": RAND_SEEDS,
+                "precision": [32],
+            }
         ),
         # the reference study's kernels (REFERENCE_KERNELS); the order-1 signature kernels are
         # in the default zoo, the activation-first randomized signature is opt-in
         "trunc_sig_linear_order1": KernelGrid({"scale": SIG_SCALES}, SIG_LEVELS),
         "trunc_sig_rbf_order1": KernelGrid({"sigma": SIGMAS, "scale": SIG_SCALES}, SIG_LEVELS),
         "rand_sig_tanh_first": KernelGrid(
-            {"features": RAND_FEATURES, "variance": RAND_VARIANCES, "seed": RAND_SEEDS},
+            {
+                "features": RAND_FEATURES,
+                "variance": RAND_VARIANCES,
+                "seed": RAND_SEEDS,
+                "precision": [32],
+            },
             default=False,
         ),
         # the detector's MiniRocket kernels (opt-in here; in the default zoo of ``own``)
