@@ -1,8 +1,12 @@
-"""Shared helpers of the experiments tests: a small BasicMotions run and store readers."""
+"""Shared helpers of the experiments tests: a small BasicMotions run, store readers and a tiny
+three-class data set."""
 
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+
+from experiments._protocol import Dataset
 from experiments._runner import RunOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,3 +55,20 @@ def run_cli(argv, capsys) -> tuple[int, str, str]:
         rc = exc.code
     out, err = capsys.readouterr()
     return rc, out, err
+
+
+def tiny_sines(seed=5) -> Dataset:
+    """Three classes (12, 9, 7 training series; 6 test series each), T = 10, d = 3: noisy
+    sines of class-specific frequency (1, 1.6, 2.3) and random phases."""
+    rng = np.random.default_rng(seed)
+
+    def draw(sizes):
+        y = np.repeat(np.array(["a", "b", "c"]), sizes)
+        freq = np.select([y == "a", y == "b"], [1.0, 1.6], 2.3)[:, None, None]
+        t = np.linspace(0, 1, 10)[None, :, None]
+        X = np.sin(2 * np.pi * freq * t + rng.uniform(0, 6, (len(y), 1, 3)))
+        return X + 0.3 * rng.normal(size=X.shape), y
+
+    Xtr, ytr = draw([12, 9, 7])
+    Xte, yte = draw([6, 6, 6])
+    return Dataset("tiny", Xtr, ytr, Xte, yte)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from experiment_helpers import tiny_sines
 
 import experiments._protocol as protocol
 import novelty.scorers._variance_norm as vn_module
@@ -115,19 +116,7 @@ def _old_sse_sweep(self, Kt, dt, values, ranks):
 
 
 def _data(seed=5) -> Dataset:
-    """Three classes (12, 9, 7 series), T = 10, d = 3: sines of class-specific frequency."""
-    rng = np.random.default_rng(seed)
-
-    def draw(sizes):
-        y = np.repeat(np.array(["a", "b", "c"]), sizes)
-        freq = np.select([y == "a", y == "b"], [1.0, 1.6], 2.3)[:, None, None]
-        t = np.linspace(0, 1, 10)[None, :, None]
-        X = np.sin(2 * np.pi * freq * t + rng.uniform(0, 6, (len(y), 1, 3)))
-        return X + 0.3 * rng.normal(size=X.shape), y
-
-    Xtr, ytr = draw([12, 9, 7])
-    Xte, yte = draw([6, 6, 6])
-    return Dataset("tiny", Xtr, ytr, Xte, yte)
+    return tiny_sines(seed)
 
 
 def _config(share: str) -> dict:
