@@ -50,15 +50,9 @@ VARIANTS = ("f64", "f32", "f32g64", "f64ref")
 
 
 def _config() -> dict:
-    from experiments._grids import PRESETS
-    from experiments._runner import DEFAULT_PREPROCESSING
+    from experiments._runner import cell_config
 
-    preset = PRESETS["paper"]
-    return {"folds": 4, "repeats": 10, "seed": 0, "share": "fold",
-            "alphas": list(preset.alphas), "max_rank": preset.max_rank,
-            "sse_lams": list(preset.sse_lams), "threshold": 1e-10,
-            "preprocessing": DEFAULT_PREPROCESSING, "device": None, "threads": 1,
-            "rank_rule": "ours"}  # fmt: skip
+    return cell_config("paper", share="fold")
 
 
 def _gram64_class():

@@ -29,27 +29,16 @@ import numpy as np
 
 from experiments._grids import PRESETS, kernel_grid_points
 from experiments._protocol import Dataset, load_dataset, run_cv_cell
-from experiments._runner import DEFAULT_PREPROCESSING
+from experiments._runner import cell_config
 
 UEA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "uea"
 
 
 def _config(args) -> dict:
-    preset = PRESETS["paper"]
-    return {
-        "folds": args.folds,
-        "repeats": args.repeats_cv,
-        "seed": 0,
-        "share": args.share,
-        "alphas": list(preset.alphas),
-        "max_rank": preset.max_rank,
-        "sse_lams": list(preset.sse_lams),
-        "threshold": 1e-10,
-        "preprocessing": DEFAULT_PREPROCESSING,
-        "device": None,
-        "threads": args.threads,
-        "rank_rule": args.rank_rule,
-    }
+    return cell_config(
+        "paper", share=args.share, folds=args.folds, repeats=args.repeats_cv,
+        threads=args.threads, rank_rule=args.rank_rule,
+    )  # fmt: skip
 
 
 def _synthetic(spec: str) -> Dataset:

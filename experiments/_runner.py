@@ -55,9 +55,43 @@ __all__ = [
     "run_benchmark",
     "resolve_kernels",
     "run_cell",
+    "cell_config",
 ]
 
 DEFAULT_PREPROCESSING = {"max_length": 100, "clip": 5.0, "eps": 1e-4, "basepoint": True}
+
+
+def cell_config(
+    preset: str = "paper",
+    *,
+    share: str = "class",
+    folds: int | None = None,
+    repeats: int | None = None,
+    seed: int = 0,
+    threads: int = 1,
+    device=None,
+    rank_rule: str = "ours",
+) -> dict:
+    """The configuration a CV or test cell reads (:func:`experiments._protocol.run_cv_cell`)
+    with a preset's defaults, as ``python -m experiments run --preset <preset>`` builds it
+    (the preset's folds, repeats, alphas, largest rank and SSE lambdas; the default
+    pre-processing): for benchmarks and tests that run cells outside a run. ``folds`` and
+    ``repeats`` replace the preset's."""
+    p = PRESETS[preset]
+    return {
+        "folds": p.folds if folds is None else int(folds),
+        "repeats": p.repeats if repeats is None else int(repeats),
+        "seed": seed,
+        "share": share,
+        "alphas": [float(a) for a in p.alphas],
+        "max_rank": p.max_rank,
+        "sse_lams": [float(v) for v in p.sse_lams],
+        "threshold": 1e-10,
+        "preprocessing": DEFAULT_PREPROCESSING,
+        "device": device,
+        "threads": int(threads),
+        "rank_rule": rank_rule,
+    }
 
 
 def _duplicates(values) -> list:

@@ -113,14 +113,9 @@ def _dataset(n=24, T=30, d=2):
 
 
 def _config():
-    from experiments._runner import DEFAULT_PREPROCESSING
+    from experiments._runner import cell_config
 
-    preset = PRESETS["paper"]
-    return {"folds": 2, "repeats": 2, "seed": 0, "share": "fold",
-            "alphas": list(preset.alphas), "max_rank": preset.max_rank,
-            "sse_lams": list(preset.sse_lams), "threshold": 1e-10,
-            "preprocessing": DEFAULT_PREPROCESSING, "device": None, "threads": 1,
-            "rank_rule": "ours"}  # fmt: skip
+    return cell_config("paper", share="fold", folds=2, repeats=2)
 
 
 @pytest.mark.parametrize("variance", [1e-5, 1e-3])

@@ -1,4 +1,5 @@
-"""The study runner gives each worker one thread unless --threads says otherwise.
+"""The study runner gives each worker one thread unless --threads says otherwise; the
+configuration its cells read equals ``cell_config``.
 
 Measured (docs/results_study_scale.md): two threads per worker cost about twice the wall
 time of one on 2 cores, so the default is one whatever the number of workers or cores.
@@ -22,3 +23,19 @@ def test_default_is_one_thread_per_worker(workers, monkeypatch):
 def test_explicit_threads_kept():
     eff = _effective(RunOptions(datasets=["BasicMotions"], threads=3))
     assert eff.config["threads"] == 3
+
+
+CASES = [("paper", "fold"), ("paper", "class"), ("quick", "fold")]
+
+
+@pytest.mark.parametrize("preset, share", CASES)
+def test_cell_config_is_the_configuration_a_run_builds(preset, share):
+    """``cell_config`` (benchmarks' and tests' cells outside a run) equals the configuration
+    ``python -m experiments run --preset P --share S`` gives its cells."""
+    from experiments._runner import cell_config
+
+    eff = _effective(RunOptions(datasets=["BasicMotions"], preset=preset, share=share))
+    assert cell_config(preset, share=share) == eff.config
+    changed = cell_config(preset, share=share, folds=2, repeats=3, threads=2, rank_rule="x")
+    assert (changed["folds"], changed["repeats"], changed["threads"]) == (2, 3, 2)
+    assert changed["rank_rule"] == "x" and changed != eff.config
