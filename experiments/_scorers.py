@@ -158,19 +158,25 @@ def _sse(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarray]:
     return out
 
 
-def _sosrep(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarray]:
-    (name,) = names  # one SOSREP scorer
+def _converged_sosrep(fit: Callable):
+    """The SOSREP scorer ``fit()`` returns, fitted with its two warnings silenced: a Gram with
+    negative entries (e.g. the normalised linear kernel) only warns, and the solver fits with
+    signs free (same fixed point); a fit that did not converge raises FloatingPointError, so
+    it is recorded as this candidate's failure instead of being scored."""
     with warnings.catch_warnings():
-        # a Gram with negative entries (e.g. the normalised linear kernel) only warns, and the
-        # solver fits with signs free (same fixed point); a fit that did not converge is
-        # recorded as this candidate's failure instead of being scored
         warnings.filterwarnings("ignore", message="the corpus Gram has negative entries")
         warnings.filterwarnings("ignore", message="SOSREP did not converge")
-        scorer = _registry()[name](seed=config["seed"]).fit(Kcc)
+        scorer = fit()
     if not scorer.converged_:
         raise FloatingPointError(
             f"SOSREP did not converge in {scorer.n_iter_} steps (residual {scorer.residual_:.2e})"
         )
+    return scorer
+
+
+def _sosrep(names, Kcc, Koc, d_o, config, pad=True) -> dict[str, np.ndarray]:
+    (name,) = names  # one SOSREP scorer
+    scorer = _converged_sosrep(lambda: _registry()[name](seed=config["seed"]).fit(Kcc))
     s = torch.as_tensor(scorer.log_density(Koc)).reshape(-1)  # log f(x)^2, -inf allowed
     return {name: s[None, None, :].cpu().numpy()}
 
@@ -393,14 +399,7 @@ def _prepare_sosrep(classes, config) -> dict:
 
 def _sosrep_fast(state, names, Kc, Kt, dt, config, pad) -> dict[str, np.ndarray]:
     (name,) = names
-    with warnings.catch_warnings():  # as _sosrep
-        warnings.filterwarnings("ignore", message="the corpus Gram has negative entries")
-        warnings.filterwarnings("ignore", message="SOSREP did not converge")
-        scorer = _registry()[name](seed=config["seed"])._fit_checked(Kc)
-    if not scorer.converged_:
-        raise FloatingPointError(
-            f"SOSREP did not converge in {scorer.n_iter_} steps (residual {scorer.residual_:.2e})"
-        )
+    scorer = _converged_sosrep(lambda: _registry()[name](seed=config["seed"])._fit_checked(Kc))
     s = torch.as_tensor(scorer._log_density(Kt)).reshape(-1)
     return {name: s[None, None, :].cpu().numpy()}
 

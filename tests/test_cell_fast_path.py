@@ -154,6 +154,28 @@ def test_scores_and_bad_grams_as_score_fold(pad, linear):
     assert "not symmetric" in score_fold(ALL, asym, Koc, d_o, config, errors)[1]["knn"]
 
 
+def test_sosrep_that_does_not_converge_is_the_same_failure_on_both_paths(monkeypatch):
+    """A SOSREP fit that did not converge is recorded as that scorer's failure (a
+    FloatingPointError naming the steps), never scored, by score_fold and the fast path
+    alike; the other scorers are still scored."""
+    from novelty.scorers._sosrep import SOSREPScorer
+
+    fit = SOSREPScorer._fit
+
+    def not_converged(self, K):
+        fit(self, K)
+        self.converged_ = False
+
+    monkeypatch.setattr(SOSREPScorer, "_fit", not_converged)
+    Kcc, Koc, d_o = _grams(linear=False)
+    config, errors = _config("fold"), (ValueError, ArithmeticError)
+    got = CellScorers(ALL, config).score(Kcc, Koc, d_o, errors, pad=True)
+    want = score_fold(ALL, Kcc, Koc, d_o, config, errors, pad=True)
+    assert got[1] == want[1]
+    assert set(got[1]) == {"sosrep"} and "did not converge" in got[1]["sosrep"]
+    assert "sosrep" not in got[0] and set(got[0]) == set(ALL) - {"sosrep"}
+
+
 def test_fold_metrics_many_equals_fold_metrics():
     rng = np.random.default_rng(4)
     y = rng.random(30) < 0.4
