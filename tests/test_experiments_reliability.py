@@ -352,7 +352,9 @@ def test_two_identical_runs_on_one_store(tmp_path, capsys):
     sqlite3.IntegrityError and a row saying finished with 0 cells); the first is stopped and
     its row counts exactly the cells it committed."""
     store = tmp_path / "s.sqlite"
-    kernels = [*KERNELS, "gak"]
+    # enough cells that the first run is still computing when the second starts (with GAK
+    # alone the first could commit every cell first, and the second found nothing to do)
+    kernels = [*KERNELS, "gak", "pde_sig_rbf", "trunc_sig_rbf", "reservoir"]
     first = subprocess.Popen(_cli(store, kernels=kernels), cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)  # fmt: skip
