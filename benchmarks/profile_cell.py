@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments._cells import SHARED_AXES
 from experiments._grids import PRESETS, kernel_grid_points
 from experiments._protocol import Dataset, load_dataset, run_cv_cell
 from experiments._runner import cell_config
@@ -201,29 +202,28 @@ def _cost_points(grid) -> list[tuple[dict, float]]:
 
 
 def _amplitude_axis(kernel: str, grid) -> bool:
-    """Whether the cells of a grid's ``scale`` axis share their level terms in a run (the
+    """Whether the cells of a grid's shared axis share their level terms in a run (the
     order-1 signature kernels' amplitudes and linear scales, powers of two apart:
-    ``_protocol._levels_shared``)."""
-    order1 = ("trunc_sig_rbf_order1", "trunc_sig_linear_order1")
-    return kernel in order1 and "scale" in grid.axes
+    ``_protocol._levels_shared``; a run hands them to one worker together,
+    ``experiments._cells.CellGroup``)."""
+    return SHARED_AXES.get(kernel) in grid.axes
 
 
 def _amplitude_sequence(cell, grid, data, config):
-    """CPU s of a cell of a shared-amplitude grid as a run of 2 workers sees it: the cells of
-    every amplitude at the cell's other values one after another in one process (the first
-    computes the level terms, the others scale them); each of 2 workers computes them once,
-    so 2 of the 5 cells are first cells: (2 first + 3 others) / 5. Printed with each cell."""
+    """CPU s of a cell of a shared-amplitude grid as a run sees it: the cells of every
+    amplitude at the cell's other values one after another in one process (a
+    :class:`~experiments._cells.CellGroup`: the first computes the level terms, the others
+    scale them), so a cell costs the group's mean. Printed with each cell."""
+    axis = SHARED_AXES[cell["kernel"]]
     cpu, wall = [], []
-    for a in grid.axes["scale"]:
+    for a in grid.axes[axis]:
         t0, c0 = time.perf_counter(), time.process_time()
-        rows = run_cv_cell(dict(cell, point=dict(cell["point"], scale=a)), data, config)
+        rows = run_cv_cell(dict(cell, point=dict(cell["point"], **{axis: a})), data, config)
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-    n = len(cpu)
-    first = min(2, n)
-    mean = (first * cpu[0] + (n - first) * float(np.mean(cpu[1:] or cpu))) / n
-    print(f"  amplitudes {list(grid.axes['scale'])}: CPU s {' '.join(f'{c:.3f}' for c in cpu)}; "
-          f"as 2 workers: {mean:.3f} a cell", flush=True)  # fmt: skip
+    mean = float(np.mean(cpu))
+    print(f"  amplitudes {list(grid.axes[axis])}: CPU s {' '.join(f'{c:.3f}' for c in cpu)}; "
+          f"as a group in one process: {mean:.3f} a cell", flush=True)  # fmt: skip
     return mean, float(np.mean(wall)), rows
 
 

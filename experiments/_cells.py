@@ -23,7 +23,9 @@ from ._grids import kernel_grid_points
 from ._protocol import params_key
 
 __all__ = [
+    "SHARED_AXES",
     "CVCell",
+    "CellGroup",
     "CVResult",
     "Cell",
     "Done",
@@ -31,6 +33,7 @@ __all__ = [
     "TestCell",
     "TestResult",
     "grid_hash",
+    "grouped",
     "plan",
     "results_of",
 ]
@@ -108,6 +111,60 @@ class TestCell(_ItemView):
 
 
 Cell = CVCell | TestCell
+
+#: Grid axes whose points share work computed in one process: the order-1 signature
+#: kernels' amplitude (RBF lift) and scale (Linear), whose level terms
+#: :func:`experiments._protocol._levels_shared` computes once per batch pair and scales
+#: exactly to each point of the axis.
+SHARED_AXES: dict[str, str] = {"trunc_sig_rbf_order1": "scale", "trunc_sig_linear_order1": "scale"}
+
+
+@dataclass(frozen=True)
+class CellGroup:
+    """CV cells that differ only in their kernel's shared axis (:data:`SHARED_AXES`), given
+    to an executor as one unit of work so that one process computes them one after another
+    and their shared terms once (cells handed out one by one land on whichever worker is
+    free, and each worker that sees one of them computes the terms again). Its result is
+    the tuple of its cells' results, in order."""
+
+    kind: ClassVar[str] = "group"
+
+    cells: tuple[CVCell, ...]
+
+    @property
+    def dataset(self) -> str:
+        return self.cells[0].dataset
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.cells)
+
+
+def grouped(cells: list[Cell]) -> list[Cell | CellGroup]:
+    """``cells`` in order, with the CV cells of one (data set, class, kernel, levels, time
+    channel, grid point but the shared axis) as one :class:`CellGroup` at the place of the
+    first of them (a group of one cell is the cell)."""
+    groups: dict[tuple, list[CVCell]] = {}
+    order: list = []
+    for c in cells:
+        axis = SHARED_AXES.get(c.kernel) if c.kind == "cv" else None
+        if axis is None:
+            order.append(c)
+            continue
+        rest = tuple(kv for kv in c.point if kv[0] != axis)
+        key = (c.dataset, c.cls, c.kernel, rest, c.levels, c.time_channel)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(c)
+    out: list[Cell | CellGroup] = []
+    for item in order:
+        if isinstance(item, tuple):
+            members = groups[item]
+            out.append(CellGroup(tuple(members)) if len(members) > 1 else members[0])
+        else:
+            out.append(item)
+    return out
 
 
 @dataclass(frozen=True)

@@ -383,8 +383,9 @@ def execute(ex: Executor, cells: Iterable, record: Callable, then: Callable | No
     result)`` (which commits it), then ``then(cell)`` names the cells it unlocks, which are
     submitted. Stops when every cell is done, after ``limit`` results, or on a stop signal
     (SIGINT, SIGTERM, SIGHUP while this runs): the results that have arrived are recorded
-    and ``ex.stop.signum`` holds the signal. Returns the number of results recorded."""
-    n = 0
+    and ``ex.stop.signum`` holds the signal. Returns the number of cells recorded (a unit of
+    several cells, one with ``n_cells``, counts its cells; ``limit`` counts units)."""
+    n = units = 0
     with ex.stop.installed():
         try:
             for cell in cells:
@@ -397,8 +398,9 @@ def execute(ex: Executor, cells: Iterable, record: Callable, then: Callable | No
                     break
                 cell, result = got
                 record(cell, result)
-                n += 1
-                if limit is not None and n >= limit:
+                n += _cells_in(cell)
+                units += 1
+                if limit is not None and units >= limit:
                     break
                 for nxt in then(cell) if then is not None else ():
                     ex.submit(nxt)
@@ -407,5 +409,10 @@ def execute(ex: Executor, cells: Iterable, record: Callable, then: Callable | No
         if ex.stop.signum is not None:
             for cell, result in ex.drain():
                 record(cell, result)
-                n += 1
+                n += _cells_in(cell)
     return n
+
+
+def _cells_in(unit) -> int:
+    """The cells a unit of work holds: its ``n_cells`` (a group of cells), else one."""
+    return int(getattr(unit, "n_cells", 1))

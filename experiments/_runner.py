@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cells import CVCell, Done, RunSetup, TestCell, plan, results_of
+from ._cells import CellGroup, CVCell, Done, RunSetup, TestCell, grouped, plan, results_of
 from ._executor import Executor, RunError, RunInterrupted, execute
 from ._grids import (
     PRESETS,
@@ -477,9 +477,13 @@ def _fit_max_rank(opts, preset: str, datasets, normal, config, setting, messages
         )
 
 
-def run_cell(cell: CVCell | TestCell, data: Dataset, config: dict):
+def run_cell(cell: CVCell | TestCell | CellGroup, data: Dataset, config: dict):
     """Compute one cell (the executor's entry, in whichever process runs it): its result
-    rows as :class:`~experiments._cells.CVResult` / :class:`~experiments._cells.TestResult`."""
+    rows as :class:`~experiments._cells.CVResult` / :class:`~experiments._cells.TestResult`;
+    a :class:`~experiments._cells.CellGroup`'s cells one after another, the tuple of their
+    results."""
+    if cell.kind == "group":
+        return tuple(run_cell(c, data, config) for c in cell.cells)
     fn = run_cv_cell if cell.kind == "cv" else run_test_cell
     return results_of(cell, fn(cell, data, config))
 
@@ -589,6 +593,8 @@ def _execute(ex: Executor, store: ResultStore, sid: str, cells: list, recorder: 
         return replace(test, selections=tuple(selections))
 
     def then(cell) -> list:
+        if cell.kind == "group":
+            return [t for c in cell.cells for t in then(c)]
         if cell.kind != "cv" or cell.group not in tests:
             return []
         waiting[cell.group] -= 1
@@ -597,14 +603,22 @@ def _execute(ex: Executor, store: ResultStore, sid: str, cells: list, recorder: 
     bar = tqdm(total=len(cells), unit="cell", disable=not opts.progress, file=sys.stderr)
 
     def record(cell, rows) -> None:
+        if cell.kind == "group":
+            for c, r in zip(cell.cells, rows, strict=True):
+                record(c, r)
+            return
         recorder.commit(rows)
         bar.update(1)
 
     first = [ready(t) for g, t in tests.items() if waiting[g] == 0]
+    cv = [c for c in cells if c.kind == "cv"]
+    # cells that share work go to one worker together (CellGroup); not in this process,
+    # which keeps every cell's work anyway, nor under --max-cells, which counts cells
+    if opts.max_cells is None and (ex.pool is not None or ex.client is not None):
+        cv = grouped(cv)
     queue = _TestsFirst(ex, _window(ex, int(opts.workers)))
     try:
-        return execute(queue, first + [c for c in cells if c.kind == "cv"], record, then,
-                       opts.max_cells)  # fmt: skip
+        return execute(queue, first + cv, record, then, opts.max_cells)
     finally:
         bar.close()
 
