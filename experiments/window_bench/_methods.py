@@ -155,6 +155,9 @@ def methods() -> dict:
         for sc in ("iqr", "tail"):
             m[f"ours:{det}-mean-{sc}"] = ours({"detector": det, "aggregate": "mean",
                                               "member_scale": sc})  # fmt: skip
+    # fourth round (issue 32, session 14): the ladder with statistics members (opt-in, not
+    # adopted on the tuning half: docs/windows.md "Fourth round")
+    m["ours:ladder+stats"] = ours({"detector": "ladder+stats"})
     m["sub-knn"] = sub_knn
     m["stumpy"] = stumpy_ab
     m["aeon-kmeans"] = _aeon(KMeansAD, True, lambda s: {"window_size": s.window, "random_state": 0})

@@ -71,11 +71,17 @@ DEFAULT_MAX_MEMORY = 256 * 2**20
 DEFAULT_DETECTOR = "ladder"
 DEFAULT_AGGREGATE = "mean"
 DEFAULT_MEMBER_SCALE = "tail"
-DETECTORS = ("knn", "znorm-knn", "knn+znorm", "multiscale", "ladder")
-#: the members of each detector: (window multiple, z-normalised, weight in the mean)
+DETECTORS = ("knn", "znorm-knn", "knn+znorm", "multiscale", "ladder", "stats-knn", "stats2-knn",
+             "ladder+stats")  # fmt: skip
+#: the members of each detector: (window multiple, kind, weight in the mean); kind False:
+#: segment means, True: z-normalised segment means, "stats" / "stats2": window statistics over
+#: the whole window / its two halves (:class:`novelty.windows._engine.StatsFeaturizer`;
+#: opt-in, docs/windows.md "Fourth round")
 MEMBERS = {
     "knn": ((1, False, 1.0),),
     "znorm-knn": ((1, True, 1.0),),
+    "stats-knn": ((1, "stats", 1.0),),
+    "stats2-knn": ((1, "stats2", 1.0),),
     "knn+znorm": ((1, False, 1 / 2), (1, True, 1 / 2)),
     "multiscale": ((1, False, 1 / 3), (2, False, 1 / 3), (1, True, 1 / 3)),
     # level members at w/2, w, 2w, 4w share 2/3, the shape member at w has 1/3
@@ -85,6 +91,19 @@ MEMBERS = {
         (2, False, 1 / 6),
         (4, False, 1 / 6),
         (1, True, 1 / 3),
+    ),  # fmt: skip
+    # opt-in (issue 32, fourth round; not adopted: docs/windows.md): the ladder's level
+    # members share 4/9, its shape member 2/9, statistics members at w/2, w, 2w, 4w 1/3
+    "ladder+stats": (
+        (0.5, False, 1 / 9),
+        (1, False, 1 / 9),
+        (2, False, 1 / 9),
+        (4, False, 1 / 9),
+        (1, True, 2 / 9),
+        (0.5, "stats", 1 / 12),
+        (1, "stats", 1 / 12),
+        (2, "stats", 1 / 12),
+        (4, "stats", 1 / 12),
     ),  # fmt: skip
 }
 #: the upper quantile of the "tail" member scale
@@ -132,6 +151,14 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         ``[min(w, 16), max(w, cap)]``, ``cap`` a quarter of the normal steps and half the
         longest recording. ``member_windows_`` holds the members' windows. The channel
         shares are those of the member with the largest z.
+        Opt-in, not tuned as default (docs/windows.md, "Fourth round"): "stats-knn", one
+        member of window statistics (per channel the mean, standard deviation and mean
+        absolute first difference, each standardised by the normal windows':
+        :class:`novelty.windows._engine.StatsFeaturizer`), insensitive to where in the window
+        a pattern lies; "stats2-knn", the same over the window's two halves;
+        "ladder+stats", the ladder's members weighted 4/9 (level) and 2/9 (shape) with
+        statistics members at :math:`w/2, w, 2w, 4w` sharing 1/3. A detector with
+        statistics members cannot be saved (``save`` raises ValueError).
     aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
         windows covering it.
     combine : "mean" (default) or "max": how several members' z-scores are combined (the
@@ -300,6 +327,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         w_min = min(self.member_windows_)
         n_windows = sum(max(0, len(r) - w_min + 1) for r in z)
         self.reference_stride_ = max(1, math.ceil(n_windows / self._reference_cap()))
+        self._fit_statistics(z)
         offsets = np.cumsum([0] + [len(r) for r in z])
         self.references_ = self._thinned(
             [self._reference(f, z, offsets[:-1]) for f in self._featurizers]
@@ -384,13 +412,26 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     def _make_featurizers(self):
         """One featurizer per member (``MEMBERS``): a member at ``m`` x the window has
         ``m`` x ``n_segments`` segments, so its segments are as long as the base member's."""
-        from ._engine import Featurizer
+        from ._engine import Featurizer, StatsFeaturizer
 
         out = []
         for (m, zn, _), wm in zip(MEMBERS[self.detector_], self._member_windows()):
+            if zn in ("stats", "stats2"):
+                parts = 2 if zn == "stats2" else 1
+                out.append(StatsFeaturizer(window=int(wm), d=self.n_channels_, parts=parts))
+                continue
             segs = max(1, round(int(self.n_segments) * m))
             out.append(Featurizer(window=int(wm), n_segments=segs, znorm=zn, d=self.n_channels_))
         return out
+
+    def _fit_statistics(self, z) -> None:
+        """The statistics members' standardisation, from the normal windows at the reference
+        stride (frozen afterwards, as the channel standardisation is)."""
+        from ._engine import StatsFeaturizer
+
+        for f in self._featurizers:
+            if isinstance(f, StatsFeaturizer):
+                f.fit(z, self.reference_stride_)
 
     def _reference_cap(self) -> int:
         """The most reference windows per member: ``max_reference``, and the members'
@@ -595,9 +636,15 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     def save(self, path, extra: dict | None = None):
         """Write the fitted detector to ``path`` (atomically), data only: an ``.npz`` of its
         arrays and a JSON text, loaded without pickle (:mod:`novelty.windows._persist`)."""
+        from ._engine import StatsFeaturizer
         from ._persist import save_window_model
 
         check_is_fitted(self, "references_")
+        if any(isinstance(f, StatsFeaturizer) for f in self._featurizers):
+            raise ValueError(
+                f"detector {self.detector_!r} has statistics members, whose standardisation "
+                "the window-model file does not hold yet: it cannot be saved"
+            )
         return save_window_model(self, path, extra)
 
     @classmethod

@@ -32,6 +32,20 @@ step is emitted as soon as every window that can cover it is known (every grid w
 at or before it; the final window only covers steps after the last grid window's start), and
 the stream keeps at most the last ``w`` steps and the windows that still cover unemitted steps.
 The concatenated output equals scoring the whole recording at once (``tests/test_windows.py``).
+
+**Statistics features** (:class:`StatsFeaturizer`, opt-in members, docs/windows.md "Fourth
+round"): per channel of the (channel-standardised) window, or of each of its ``parts``
+consecutive parts (the PAA bounds above with ``p = parts``; at most ``window // 2`` parts, so
+each holds at least two steps), three statistics: the mean, the standard deviation (divisor
+the part's length) and the roughness, the mean absolute first difference within the part.
+They ignore where in the window a pattern lies (with ``parts=2``, only which half), so a
+window of other amplitude, level or frequency stands out even when it is not aligned with
+any normal window. Each statistic is standardised by the mean and standard deviation of the
+same statistic over the normal windows (:meth:`StatsFeaturizer.fit`; the deviation floored at
+:data:`ZNORM_FLOOR` channel standard units, so a channel flat in the normal data is not blown
+up). They come from cumulative sums of the values, their squares and their absolute first
+differences, as the segment means do. Window novelty is then :math:`\|f - g\| /
+\sqrt{D}` (``D = dim``: a root-mean-square difference per standardised statistic).
 """
 
 from __future__ import annotations
@@ -40,7 +54,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DIST_RTOL", "ZNORM_FLOOR", "Featurizer", "Reference", "Stream", "score_recording"]
+__all__ = [
+    "DIST_RTOL",
+    "ZNORM_FLOOR",
+    "Featurizer",
+    "Reference",
+    "StatsFeaturizer",
+    "Stream",
+    "score_recording",
+]
 
 #: floor of a window's standard deviation under ``znorm``, in channel (normal) standard units
 ZNORM_FLOOR = 0.05
@@ -65,6 +87,7 @@ class Featurizer:
         self.lo, self.hi = b[:-1], b[1:]
         self.len = (self.hi - self.lo).astype(np.float64)
         self.dim = self.d * p
+        self.norm = float(np.sqrt(w * self.d))  # window novelty: distance / norm
 
     def features(self, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """Features (len(starts), d * p), channel-major, of the windows of ``x`` (n, d)
@@ -94,6 +117,84 @@ class Featurizer:
 
 
 @dataclass
+class StatsFeaturizer:
+    """Alignment-invariant window statistics (module docstring, "Statistics features"):
+    per channel and part, (mean, standard deviation, roughness), standardised by the normal
+    windows' statistics once :meth:`fit` has run. ``dim = d * parts_ * 3``, channel-major."""
+
+    window: int
+    d: int
+    parts: int = 1
+
+    #: the statistics per channel and part, in feature order
+    STATS = ("mean", "std", "roughness")
+
+    def __post_init__(self):
+        w = self.window
+        if w < 2:
+            raise ValueError(f"statistics features need a window of at least 2 steps, got {w}")
+        if self.parts < 1:
+            raise ValueError(f"parts must be >= 1, got {self.parts}")
+        p = max(1, min(int(self.parts), w // 2))
+        self.p = p
+        b = (np.arange(p + 1) * w) // p
+        self.lo, self.hi = b[:-1], b[1:]
+        self.len = (self.hi - self.lo).astype(np.float64)
+        self.dim = self.d * p * len(self.STATS)
+        self.norm = float(np.sqrt(self.dim))
+        self.loc: np.ndarray | None = None
+        self.scale: np.ndarray | None = None
+
+    def raw(self, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Unstandardised statistics (len(starts), dim) of the windows of ``x`` (n, d)
+        starting at ``starts``: for channel c, part j, statistic k, column
+        ``(c * p + j) * 3 + k``."""
+        w, d = self.window, self.d
+        first = int(starts.min())
+        seg = x[first : int(starts.max()) + w]
+        n = seg.shape[0]
+        cs = np.zeros((n + 1, d))
+        cs2 = np.zeros((n + 1, d))
+        csd = np.zeros((n, d))  # csd[i]: sum of |seg[t+1] - seg[t]| for t < i
+        np.cumsum(seg, axis=0, out=cs[1:])
+        np.cumsum(seg * seg, axis=0, out=cs2[1:])
+        np.cumsum(np.abs(np.diff(seg, axis=0)), axis=0, out=csd[1:])
+        s = (starts - first)[:, None]
+        a, b = s + self.lo[None, :], s + self.hi[None, :]  # (m, p) part bounds
+        ln = self.len[None, :, None]
+        mu = (cs[b] - cs[a]) / ln
+        var = (cs2[b] - cs2[a]) / ln - mu * mu
+        sd = np.sqrt(np.maximum(var, 0.0))
+        rough = (csd[b - 1] - csd[a]) / (ln - 1.0)
+        f = np.stack([mu, sd, rough], axis=-1)  # (m, p, d, 3)
+        return np.ascontiguousarray(f.transpose(0, 2, 1, 3).reshape(len(starts), self.dim))
+
+    def fit(self, recordings, stride: int = 1) -> StatsFeaturizer:
+        """Set the standardisation from the windows (every ``stride``-th start) of the normal
+        recordings (each (T, d), channel-standardised); those shorter than the window are
+        skipped. Returns self."""
+        rows = []
+        for r in recordings:
+            if len(r) >= self.window:
+                starts = np.arange(0, len(r) - self.window + 1, max(1, int(stride)))
+                for i in range(0, len(starts), 20000):
+                    rows.append(self.raw(r, starts[i : i + 20000]))
+        if not rows:
+            raise ValueError(f"no normal recording holds a window of {self.window} steps")
+        F = np.concatenate(rows)
+        self.loc = F.mean(axis=0)
+        self.scale = np.maximum(F.std(axis=0), ZNORM_FLOOR)
+        return self
+
+    def features(self, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Standardised statistics (len(starts), dim) (:meth:`raw` minus ``loc``, over
+        ``scale``); RuntimeError before :meth:`fit`."""
+        if self.loc is None:
+            raise RuntimeError("StatsFeaturizer.features before fit: no standardisation yet")
+        return (self.raw(x, starts) - self.loc) / self.scale
+
+
+@dataclass
 class Reference:
     """Features of the normal windows (rows of ``F``), their squared norms, and where each
     window starts in the concatenated normal data (``gstart``, for held-out blocks)."""
@@ -111,8 +212,9 @@ class Reference:
         return self.F.shape[0]
 
 
-def nearest(Q, ref: Reference, k: int, d: int, window: int, max_bytes: int):
-    """For each row of Q: window novelty (mean of the k smallest distances / sqrt(w d)) and
+def nearest(Q, ref: Reference, k: int, d: int, norm: float, max_bytes: int):
+    """For each row of Q: window novelty (mean of the k smallest distances / ``norm``, the
+    featurizer's: sqrt(w d) for segment means, sqrt(dim) for statistics) and
     the per-channel shares (rows sum to 1) of the squared distance to the nearest reference
     window. Arrays (n,), (n, d)."""
     n = Q.shape[0]
@@ -122,7 +224,7 @@ def nearest(Q, ref: Reference, k: int, d: int, window: int, max_bytes: int):
     nov = np.empty(n)
     share = np.empty((n, d))
     qq = np.einsum("ij,ij->i", Q, Q)
-    scale = np.sqrt(window * d)
+    scale = norm
     for i0 in range(0, n, rows):
         i1 = min(n, i0 + rows)
         d2 = Q[i0:i1] @ ref.F.T
@@ -204,7 +306,7 @@ class Stream:
         for i in range(0, len(gstarts), self.block):
             g = gstarts[i : i + self.block]
             F = self.feat.features(self.buf, g - self.buf_start)
-            nov, share = nearest(F, self.ref, self.k, self.feat.d, self.w, self.max_bytes)
+            nov, share = nearest(F, self.ref, self.k, self.feat.d, self.feat.norm, self.max_bytes)
             self.starts.append(g)
             self.values.append(np.column_stack([nov, share]))
             if self.on_block is not None:
