@@ -136,11 +136,20 @@ def test_an_amplitude_change_that_a_shape_member_cannot_see():
     assert (stats.predict(x)[:300] == -1).mean() < 0.1  # normal steps stay mostly unflagged
 
 
-def test_saving_a_detector_with_statistics_members_is_refused(tmp_path):
-    det = WindowNoveltyDetector(window=20, detector="stats-knn").fit(_sine(600, seed=8))
-    with pytest.raises(ValueError, match="statistics members.*cannot be saved"):
-        det.save(tmp_path / "m.npz")
-    assert not (tmp_path / "m.npz").exists()
+@pytest.mark.parametrize("detector", ["stats-knn", "stats2-knn", "ladder+stats"])
+def test_a_detector_with_statistics_members_saves_and_loads_the_same_scores(tmp_path, detector):
+    normal = _sine(900, seed=8)
+    x = _sine(400, seed=10)
+    x[150:250] *= 2.0
+    det = WindowNoveltyDetector(window=20, detector=detector).fit(normal)
+    path = det.save(tmp_path / "m.npz")
+    back = WindowNoveltyDetector.load(path)
+    np.testing.assert_array_equal(back.score_samples(x), det.score_samples(x))
+    np.testing.assert_array_equal(back.predict(x), det.predict(x))
+    for f, g in zip(det._featurizers, back._featurizers, strict=True):
+        if hasattr(f, "loc"):
+            np.testing.assert_array_equal(f.loc, g.loc)
+            np.testing.assert_array_equal(f.scale, g.scale)
 
 
 def test_update_keeps_the_statistics_standardisation():

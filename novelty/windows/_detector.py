@@ -157,8 +157,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         :class:`novelty.windows._engine.StatsFeaturizer`), insensitive to where in the window
         a pattern lies; "stats2-knn", the same over the window's two halves;
         "ladder+stats", the ladder's members weighted 4/9 (level) and 2/9 (shape) with
-        statistics members at :math:`w/2, w, 2w, 4w` sharing 1/3. A detector with
-        statistics members cannot be saved (``save`` raises ValueError).
+        statistics members at :math:`w/2, w, 2w, 4w` sharing 1/3. The model file holds
+        the statistics members' standardisation.
     aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
         windows covering it.
     combine : "mean" (default) or "max": how several members' z-scores are combined (the
@@ -636,15 +636,9 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
     def save(self, path, extra: dict | None = None):
         """Write the fitted detector to ``path`` (atomically), data only: an ``.npz`` of its
         arrays and a JSON text, loaded without pickle (:mod:`novelty.windows._persist`)."""
-        from ._engine import StatsFeaturizer
         from ._persist import save_window_model
 
         check_is_fitted(self, "references_")
-        if any(isinstance(f, StatsFeaturizer) for f in self._featurizers):
-            raise ValueError(
-                f"detector {self.detector_!r} has statistics members, whose standardisation "
-                "the window-model file does not hold yet: it cannot be saved"
-            )
         return save_window_model(self, path, extra)
 
     @classmethod

@@ -57,12 +57,25 @@ def save_window_model(det, path, extra: dict | None = None) -> Path:
                 calibration=det.calibration_scores_,
                 **{f"ref_F_{i}": r.F for i, r in enumerate(det.references_)},
                 **{f"ref_gstart_{i}": r.gstart for i, r in enumerate(det.references_)},
+                **_statistics_arrays(det),
             )
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+def _statistics_arrays(det) -> dict:
+    """The statistics members' standardisation (location and scale of each window statistic,
+    fitted on the normal windows), by member index."""
+    from ._engine import StatsFeaturizer
+
+    out = {}
+    for i, f in enumerate(det._featurizers):
+        if isinstance(f, StatsFeaturizer):
+            out[f"stats_loc_{i}"], out[f"stats_scale_{i}"] = f.loc, f.scale
+    return out
 
 
 def load_window_model(path, cls):
@@ -117,7 +130,12 @@ def _load(path, cls):
                 f"{path}: not loaded: member_scale_ {det.member_scale_!r} is not one the "
                 "detector writes ('iqr' or 'tail')"
             )
-    det.offset_ = -det.threshold_
-    det._featurizers = det._make_featurizers()
+        det.offset_ = -det.threshold_
+        det._featurizers = det._make_featurizers()
+        from ._engine import StatsFeaturizer
+
+        for i, f in enumerate(det._featurizers):
+            if isinstance(f, StatsFeaturizer):
+                f.loc, f.scale = z[f"stats_loc_{i}"], z[f"stats_scale_{i}"]
     det._budget = int(det.max_memory or 256 * 2**20)
     return det, meta["extra"]
