@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
+from window_helpers import streamed
 
 from novelty import WindowNoveltyDetector
 from novelty._constraints import InvalidParameterError
@@ -182,13 +183,7 @@ def test_chunked_scoring_equals_one_shot(stride, how, detector):
     det.fit(normal)
     whole = det.score_samples(x)
     for sizes in ([413], [1, 39, 1, 200, 172], [7] * 59, [40, 40, 333]):
-        st = det.stream()
-        parts, pos = [], 0
-        for n in sizes:
-            parts.append(st.push(x[pos : pos + n]))
-            pos += n
-        parts.append(st.finish())
-        got = np.concatenate(parts)
+        got, st = streamed(det, x, sizes)
         assert got.shape == whole.shape
         np.testing.assert_allclose(got, whole, rtol=1e-10, atol=1e-12)
         # each member's stream keeps at most one of its windows of steps

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from window_helpers import streamed
 
 from novelty import WindowNoveltyDetector
 from novelty.windows._engine import ZNORM_FLOOR, StatsFeaturizer
@@ -78,13 +79,8 @@ def test_chunked_scoring_equals_one_shot(detector, stride, how):
     whole = det.score_samples(x)
     assert whole.shape == (413,) and np.isfinite(whole).all()
     for sizes in ([413], [1, 39, 1, 200, 172], [7] * 59):
-        st = det.stream()
-        parts, pos = [], 0
-        for n in sizes:
-            parts.append(st.push(x[pos : pos + n]))
-            pos += n
-        parts.append(st.finish())
-        np.testing.assert_allclose(np.concatenate(parts), whole, rtol=1e-10, atol=1e-12)
+        got, st = streamed(det, x, sizes)
+        np.testing.assert_allclose(got, whole, rtol=1e-10, atol=1e-12)
         assert all(len(m.buf) <= m.w for m in st._s.streams)
 
 
