@@ -485,7 +485,42 @@ def run_cell(cell: CVCell | TestCell | CellGroup, data: Dataset, config: dict):
     if cell.kind == "group":
         return tuple(run_cell(c, data, config) for c in cell.cells)
     fn = run_cv_cell if cell.kind == "cv" else run_test_cell
-    return results_of(cell, fn(cell, data, config))
+    try:
+        return results_of(cell, fn(cell, data, config))
+    finally:
+        release_freed_memory()
+
+
+_MALLOC_TRIM: list = []  # [glibc's malloc_trim, or None where the C library has none]
+
+
+def release_freed_memory() -> bool:
+    """Give the C heap's free memory back to the system after a cell (glibc's
+    ``malloc_trim(0)``; a no-op returning False where the C library has none). A process
+    computing cells one after another otherwise grows without bound: after a large block is
+    freed glibc raises its mmap threshold (up to 32 MiB), so the many temporaries of a cell
+    (torch, numpy, numba) come from the heap, whose free chunks, fragmented, stay mapped.
+    Measured: ArticularyWordRecognition's order-1 RBF cells grew a process by about 250 MB
+    a group of five (825 MB -> 2.8 GB in ten groups), and a paper-preset worker reached
+    16.9 GB and was killed by the kernel's OOM killer; with a trim after each cell the
+    process stays at about 610 MB, at no measurable cost in time."""
+    if not _MALLOC_TRIM:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        try:
+            trim = ctypes.CDLL(name).malloc_trim if name else None
+        except (OSError, AttributeError):
+            trim = None
+        if trim is not None:
+            trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+        _MALLOC_TRIM.append(trim)
+    trim = _MALLOC_TRIM[0]
+    if trim is None:
+        return False
+    trim(0)
+    return True
 
 
 def run_benchmark(opts: RunOptions) -> dict:
