@@ -158,3 +158,24 @@ def test_update_keeps_the_statistics_standardisation():
     np.testing.assert_array_equal(f.loc, loc)
     np.testing.assert_array_equal(f.scale, scale)
     assert len(det.references_[0]) > n_ref
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.pop("stats_loc_0"), "damaged"),
+        (lambda d: d.update(stats_loc_0=np.zeros(1)), "statistics standardisation"),
+        (lambda d: d.update(stats_scale_0=-d["stats_scale_0"]), "statistics standardisation"),
+        (lambda d: d.update(stats_scale_0=d["stats_scale_0"] * np.nan), "standardisation"),
+    ],
+    ids=["missing", "wrong-shape", "negative-scale", "nan-scale"],
+)
+def test_a_model_file_with_a_bad_statistics_standardisation_is_refused(tmp_path, change, message):
+    det = WindowNoveltyDetector(window=20, detector="stats-knn").fit(_sine(900, seed=8))
+    path = det.save(tmp_path / "m.npz")
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    change(arrays)
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match=message):
+        WindowNoveltyDetector.load(tmp_path / "bad.npz")

@@ -136,6 +136,18 @@ def _load(path, cls):
 
         for i, f in enumerate(det._featurizers):
             if isinstance(f, StatsFeaturizer):
-                f.loc, f.scale = z[f"stats_loc_{i}"], z[f"stats_scale_{i}"]
+                loc, scale = z[f"stats_loc_{i}"], z[f"stats_scale_{i}"]
+                if not (
+                    loc.shape == scale.shape == (f.dim,)
+                    and np.isfinite(loc).all()
+                    and np.isfinite(scale).all()
+                    and (scale > 0).all()
+                ):
+                    raise ValueError(
+                        f"{path}: not loaded: member {i}'s statistics standardisation must be "
+                        f"{f.dim} finite locations and positive scales, got shapes "
+                        f"{loc.shape} and {scale.shape}"
+                    )
+                f.loc, f.scale = loc.astype(np.float64), scale.astype(np.float64)
     det._budget = int(det.max_memory or 256 * 2**20)
     return det, meta["extra"]
