@@ -20,9 +20,9 @@ normal window. One change, from the literature, not a new family.
 Members are cached as :mod:`experiments.window_bench._explore` caches them
 (``results/window_bench/h7/cache``, same file names): ``cid:multiple:segments`` (a level
 member with the correction, ``detector="cid-knn"``) and ``zcid:1:32`` (the shape member with
-it, its complexity taken on the z-normalised window). Every member on its held-out
-calibration's tail scale, family means weighted, as :mod:`._fourth` scores the ladder (its
-offline 0.539).
+it, its complexity taken on the z-normalised window, ``detector="cid-znorm-knn"``). Every
+member on its held-out calibration's tail scale, family means weighted, as :mod:`._fourth`
+scores the ladder (its offline 0.539); the candidates below are such offline ensembles.
 
 Candidates and rule, written before any corrected member was scored:
 
@@ -70,7 +70,6 @@ RULE = (0.015, 19)
 def cache(members: list[str], log=print) -> None:
     """Fill the missing corrected cells of the tuning half (resumable)."""
     from novelty import WindowNoveltyDetector
-    from novelty.windows import _detector
 
     OUT.mkdir(parents=True, exist_ok=True)
     for name in _names():
@@ -88,18 +87,13 @@ def cache(members: list[str], log=print) -> None:
                 w0, _ = _windows([(x - x.mean(0)) / np.where(sd > 0, sd, 1)])
             w = int(np.clip(round(float(mult) * w0), 16, len(s.normal) // 4))
             t0 = time.process_time()
-            # one corrected member: "cid-knn" (level) or, for the shape member, the same
-            # detector with its member's kind swapped for the run
-            members0 = _detector.MEMBERS["cid-knn"]
-            if kind == "zcid":
-                _detector.MEMBERS["cid-knn"] = ((1, "zcid", 1.0),)
-            try:
-                det = WindowNoveltyDetector(
-                    detector="cid-knn", window=w, n_segments=int(seg), aggregate="mean"
-                ).fit(s.normal)
-                nov = -det.score_samples(s.test)
-            finally:
-                _detector.MEMBERS["cid-knn"] = members0
+            det = WindowNoveltyDetector(
+                detector="cid-znorm-knn" if kind == "zcid" else "cid-knn",
+                window=w,
+                n_segments=int(seg),
+                aggregate="mean",
+            ).fit(s.normal)
+            nov = -det.score_samples(s.test)
             np.savez(f, nov=nov, cal=det.calibration_scores_, labels=s.labels, w=w,
                      cpu=time.process_time() - t0)  # fmt: skip
             log(f"{name} {c} window {w}")

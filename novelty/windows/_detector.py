@@ -72,7 +72,7 @@ DEFAULT_DETECTOR = "ladder"
 DEFAULT_AGGREGATE = "mean"
 DEFAULT_MEMBER_SCALE = "tail"
 DETECTORS = ("knn", "znorm-knn", "knn+znorm", "multiscale", "ladder", "stats-knn", "stats2-knn",
-             "ladder+stats")  # fmt: skip
+             "ladder+stats", "cid-knn", "cid-znorm-knn")  # fmt: skip
 #: the members of each detector: (window multiple, kind, weight in the mean); kind False:
 #: segment means, True: z-normalised segment means, "stats" / "stats2": window statistics over
 #: the whole window / its two halves (:class:`novelty.windows._engine.StatsFeaturizer`;
@@ -94,6 +94,10 @@ MEMBERS = {
     ),  # fmt: skip
     # opt-in (issue 32, fourth round; not adopted: docs/windows.md): the ladder's level
     # members share 4/9, its shape member 2/9, statistics members at w/2, w, 2w, 4w 1/3
+    # opt-in (issue 32, fifth round; not adopted: docs/windows.md): one member at the window
+    # with the complexity-invariant distance, on channel-standardised or z-normalised windows
+    "cid-knn": ((1, "cid", 1.0),),
+    "cid-znorm-knn": ((1, "zcid", 1.0),),
     "ladder+stats": (
         (0.5, False, 1 / 9),
         (1, False, 1 / 9),
@@ -158,7 +162,12 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         a pattern lies; "stats2-knn", the same over the window's two halves;
         "ladder+stats", the ladder's members weighted 4/9 (level) and 2/9 (shape) with
         statistics members at :math:`w/2, w, 2w, 4w` sharing 1/3. The model file holds
-        the statistics members' standardisation.
+        the statistics members' standardisation. Opt-in, not adopted (docs/windows.md,
+        "Fifth round"): "cid-knn" and "cid-znorm-knn", one member like "knn" or
+        "znorm-knn" whose distance is complexity-invariant: the Euclidean distance times
+        :math:`(\max(c_q, c_r) + e) / (\min(c_q, c_r) + e)`, :math:`c` a window's
+        root-mean-square first difference, :math:`e` 5 % of the normal windows' median
+        :math:`c` (:mod:`novelty.windows._engine`).
     aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
         windows covering it.
     combine : "mean" (default) or "max": how several members' z-scores are combined (the
@@ -421,7 +430,9 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
                 out.append(StatsFeaturizer(window=int(wm), d=self.n_channels_, parts=parts))
                 continue
             segs = max(1, round(int(self.n_segments) * m))
-            out.append(Featurizer(window=int(wm), n_segments=segs, znorm=zn, d=self.n_channels_))
+            cid = zn in ("cid", "zcid")
+            out.append(Featurizer(window=int(wm), n_segments=segs, znorm=zn in (True, "zcid"),
+                                  d=self.n_channels_, cid=cid))  # fmt: skip
         return out
 
     def _fit_statistics(self, z) -> None:
@@ -463,7 +474,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         return np.array([wt for _, _, wt in MEMBERS[self.detector_]])
 
     def _reference(self, featurizer, z, offsets):
-        from ._engine import Reference
+        from ._engine import Reference, _cid_parts
 
         feats, gstarts = [], []
         for r, off in zip(z, offsets):
@@ -473,7 +484,10 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             for i in range(0, len(starts), 20000):
                 feats.append(featurizer.features(r, starts[i : i + 20000]))
             gstarts.append(starts + off)
-        return Reference(np.concatenate(feats), np.concatenate(gstarts))
+        ref = Reference(np.concatenate(feats), np.concatenate(gstarts))
+        if getattr(featurizer, "cid", False):
+            _cid_parts(ref)  # the complexity floor, before held-out subsets copy it
+        return ref
 
     def _calibrate(self, z, offsets) -> list:
         """Held-out step novelties of the normal data, one array per member, on the same
@@ -504,7 +518,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             if not all(kp.any() for kp in keeps):
                 continue
             for i, (f, ref, kp) in enumerate(zip(self._featurizers, self.references_, keeps)):
-                sub = ref.subset(kp)
+                sub = ref.subset(kp, keep_floor=True)
                 for r, off in zip(z, offsets[:-1]):
                     a, b = max(g0, off), min(g1, off + len(r))
                     if b - a < w:

@@ -46,6 +46,15 @@ same statistic over the normal windows (:meth:`StatsFeaturizer.fit`; the deviati
 up). They come from cumulative sums of the values, their squares and their absolute first
 differences, as the segment means do. Window novelty is then :math:`\|f - g\| /
 \sqrt{D}` (``D = dim``: a root-mean-square difference per standardised statistic).
+
+**Complexity-invariant distance** (``Featurizer(cid=True)``, opt-in members, docs/windows.md
+"Fifth round"; Batista et al., 2014): the features carry one more, last, column, the window's
+complexity :math:`c = \sqrt{\sum_{t, ch} (x_{t+1, ch} - x_{t, ch})^2 / ((w - 1) d)}` at full
+resolution (of the z-normalised window under ``znorm``), and the distance of two windows is
+:math:`\|f - g\| \cdot (\max(c_f, c_g) + e) / (\min(c_f, c_g) + e)` over the other columns,
+:math:`e` = :data:`CID_FLOOR` times the reference windows' median complexity (so a flat window is
+far from busy normal windows, not infinitely far). Windows of equal complexity compare as
+without it. The channel shares are those of the Euclidean part.
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "CID_FLOOR",
     "DIST_RTOL",
     "ZNORM_FLOOR",
     "Featurizer",
@@ -68,6 +78,9 @@ __all__ = [
 ZNORM_FLOOR = 0.05
 #: a squared distance at most this share of the two squared norms is rounding: taken as 0
 DIST_RTOL = 1e-10
+#: the floor added to both complexities of the complexity correction, as a share of the
+#: reference windows' median complexity (a flat window is not infinitely far)
+CID_FLOOR = 0.05
 
 
 @dataclass
@@ -78,6 +91,7 @@ class Featurizer:
     n_segments: int
     znorm: bool
     d: int
+    cid: bool = False
 
     def __post_init__(self):
         w = self.window
@@ -86,7 +100,9 @@ class Featurizer:
         b = (np.arange(p + 1) * w) // p
         self.lo, self.hi = b[:-1], b[1:]
         self.len = (self.hi - self.lo).astype(np.float64)
-        self.dim = self.d * p
+        self.dim = self.d * p  # the columns that enter the distance
+        if self.cid and w < 2:
+            raise ValueError(f"a complexity correction needs a window of at least 2 steps, got {w}")
         self.norm = float(np.sqrt(w * self.d))  # window novelty: distance / norm
 
     def features(self, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -113,7 +129,18 @@ class Featurizer:
             f = (sums - self.len[None, :, None] * mu[:, None, :]) / (sq * sd[:, None, :])
         else:
             f = sums / sq
-        return np.ascontiguousarray(f.transpose(0, 2, 1).reshape(len(starts), d * p))
+        f = f.transpose(0, 2, 1).reshape(len(starts), d * p)
+        if not self.cid:
+            return np.ascontiguousarray(f)
+        # the complexity estimate: root-mean-square first difference over the window's
+        # w - 1 differences and d channels (of the z-normalised window under znorm)
+        dd = np.zeros((seg.shape[0], d))  # dd[i]: sum of squared differences before step i
+        np.cumsum(np.diff(seg, axis=0) ** 2, axis=0, out=dd[1:])
+        sq_diff = dd[s + w - 1] - dd[s]  # (m, d)
+        if self.znorm:
+            sq_diff = sq_diff / (sd * sd)
+        ce = np.sqrt(sq_diff.sum(axis=1) / ((w - 1) * d))
+        return np.ascontiguousarray(np.column_stack([f, ce]))
 
 
 @dataclass
@@ -205,33 +232,69 @@ class Reference:
     def __post_init__(self):
         self.sq = np.einsum("ij,ij->i", self.F, self.F)
 
-    def subset(self, keep: np.ndarray) -> Reference:
-        return Reference(self.F[keep], self.gstart[keep])
+    def subset(self, keep: np.ndarray, keep_floor: bool = False) -> Reference:
+        """The rows ``keep``; with ``keep_floor`` a complexity-corrected reference keeps this
+        one's complexity floor (a held-out calibration reference scores as the model does)."""
+        out = Reference(self.F[keep], self.gstart[keep])
+        if keep_floor and getattr(self, "_cid", None) is not None:
+            F = np.ascontiguousarray(self._cid[0][keep])
+            out._cid = (F, np.einsum("ij,ij->i", F, F), self.F[keep, -1], self._cid[3])
+        return out
 
     def __len__(self) -> int:
         return self.F.shape[0]
 
 
-def nearest(Q, ref: Reference, k: int, d: int, norm: float, max_bytes: int):
+def _cid_parts(ref: Reference):
+    """(features, squared norms, complexities, floor) of a reference whose last column is the
+    complexity estimate; cached on the reference."""
+    parts = getattr(ref, "_cid", None)
+    if parts is None:
+        F = np.ascontiguousarray(ref.F[:, :-1])
+        ce = ref.F[:, -1]
+        floor = CID_FLOOR * float(np.median(ce)) if len(ce) else 0.0
+        parts = (F, np.einsum("ij,ij->i", F, F), ce, floor)
+        ref._cid = parts
+    return parts
+
+
+def nearest(Q, ref: Reference, k: int, d: int, norm: float, max_bytes: int, cid: bool = False):
     """For each row of Q: window novelty (mean of the k smallest distances / ``norm``, the
     featurizer's: sqrt(w d) for segment means, sqrt(dim) for statistics) and
     the per-channel shares (rows sum to 1) of the squared distance to the nearest reference
-    window. Arrays (n,), (n, d)."""
+    window. Arrays (n,), (n, d).
+
+    With ``cid`` the last column of ``Q`` and of ``ref.F`` is each window's complexity
+    estimate ``c`` and the distance is the complexity-invariant one (module docstring):
+    the Euclidean distance of the other columns times ``(max(c_q, c_r) + e) / (min(c_q, c_r)
+    + e)``, ``e`` = :data:`CID_FLOOR` x the reference's median complexity."""
     n = Q.shape[0]
     m = len(ref)
     k = min(k, m)
     rows = max(1, int(max_bytes) // (4 * 8 * max(m, 1)))
     nov = np.empty(n)
     share = np.empty((n, d))
+    if cid:
+        RF, rsq, rce, floor = _cid_parts(ref)
+        Q, qce = Q[:, :-1], Q[:, -1]
+    else:
+        RF, rsq = ref.F, ref.sq
     qq = np.einsum("ij,ij->i", Q, Q)
     scale = norm
     for i0 in range(0, n, rows):
         i1 = min(n, i0 + rows)
-        d2 = Q[i0:i1] @ ref.F.T
+        d2 = Q[i0:i1] @ RF.T
         d2 *= -2.0
         d2 += qq[i0:i1, None]
-        d2 += ref.sq[None, :]
+        d2 += rsq[None, :]
         np.maximum(d2, 0.0, out=d2)
+        if cid:
+            a, b = qce[i0:i1, None] + floor, rce[None, :] + floor
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cf = np.maximum(a, b) / np.minimum(a, b)
+            # two flat windows (no complexity at all, and a flat reference): no correction
+            cf[~np.isfinite(cf)] = 1.0
+            d2 *= cf * cf
         rows_i = np.arange(i1 - i0)
         idx = np.argmin(d2, axis=1)
         if k == 1:
@@ -241,12 +304,12 @@ def nearest(Q, ref: Reference, k: int, d: int, norm: float, max_bytes: int):
             cols = np.argpartition(d2, k - 1, axis=1)[:, :k]
             near = np.take_along_axis(d2, cols, axis=1)
         # rounding of the expansion, not distance (module docstring)
-        rounding = near <= DIST_RTOL * (qq[i0:i1, None] + ref.sq[cols])
+        rounding = near <= DIST_RTOL * (qq[i0:i1, None] + rsq[cols])
         nov[i0:i1] = np.sqrt(np.where(rounding, 0.0, near)).mean(axis=1) / scale
-        diff = Q[i0:i1] - ref.F[idx]
+        diff = Q[i0:i1] - RF[idx]
         per = (diff * diff).reshape(i1 - i0, d, -1).sum(axis=2)
         # the nearest window at distance 0: no channel stands out
-        per[d2[rows_i, idx] <= DIST_RTOL * (qq[i0:i1] + ref.sq[idx])] = 0.0
+        per[d2[rows_i, idx] <= DIST_RTOL * (qq[i0:i1] + rsq[idx])] = 0.0
         tot = per.sum(axis=1, keepdims=True)
         share[i0:i1] = np.where(tot > 0, per / np.where(tot > 0, tot, 1.0), 1.0 / d)
     return nov, share
@@ -306,7 +369,8 @@ class Stream:
         for i in range(0, len(gstarts), self.block):
             g = gstarts[i : i + self.block]
             F = self.feat.features(self.buf, g - self.buf_start)
-            nov, share = nearest(F, self.ref, self.k, self.feat.d, self.feat.norm, self.max_bytes)
+            nov, share = nearest(F, self.ref, self.k, self.feat.d, self.feat.norm, self.max_bytes,
+                                 cid=getattr(self.feat, "cid", False))  # fmt: skip
             self.starts.append(g)
             self.values.append(np.column_stack([nov, share]))
             if self.on_block is not None:
