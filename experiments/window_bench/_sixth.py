@@ -1,0 +1,217 @@
+"""The sixth round of the window detector's design (issue 32, session 15), on the TUNING half
+only: ROCKAD's recipe, the package's whole-series default, applied to windows.
+
+Why: every member so far compares window shapes point by point (segment means, raw or
+z-normalised), which depends on where a pattern lies in the window, or compares alignment-free
+statistics, which miss shape; each family won on some streams and lost on others (fourth and
+fifth rounds). MiniRocket's features (Dempster, Schmidt and Webb, 2021: the proportion of
+positive values of random dilated convolutions) pool over the window, so they are
+alignment-invariant, and their kernels and dilations see shape, frequency and amplitude at
+once; on whole series the package's detector chose ROCKAD's recipe (Theissler et al., 2023:
+MiniRocket, a Yeo-Johnson power transform and standardisation fitted on the normal data,
+mean distance to the 5 nearest normal feature vectors). Here the same recipe on windows.
+
+A rocket member at ``m`` x the automatic window ``w`` (clipped to [16, T_normal / 4] as the
+other rounds' members): windows of the channel-standardised data every ``max(1, w // 8)``
+steps (plus the last) in the normal stretch and the test stream; sktime's
+``MiniRocketMultivariate`` (default 10,000 kernels, ``random_state=0``) fitted on the normal
+windows; scikit-learn's ``PowerTransformer`` (Yeo-Johnson, standardised) fitted on their
+features; window novelty the mean Euclidean distance to the 5 nearest normal windows; step
+novelty the mean over the windows covering the step (:func:`novelty.windows._engine.
+aggregate_steps`). Calibration (for the ensembles): the normal stretch cut into 5 contiguous
+blocks, each block's windows scored against the normal windows that do not overlap the block
+or the ``w`` steps on either side, their step novelties (within the block) pooled; each member
+on its tail scale ``(s - median) / (q99 - median)`` as the ladder's members (:mod:`._fourth`).
+
+    python -m experiments.window_bench._sixth cache
+    python -m experiments.window_bench._sixth table
+
+Candidates and rule, written before any rocket member was scored:
+
+- ``rocket@w``: one rocket member at the window;
+- ``rocket@2w``: one at twice the window;
+- ``ladder + rocket@w (1/2, 1/2)``: the ladder (level 2/3, shape 1/3 within it) and the
+  rocket member, half the weight each;
+- ``ladder + rocket@w,2w (1/2, 1/2)``: the ladder and the two rocket members (their mean),
+  half each.
+
+A candidate is recommended only if its mean AP >= the offline ladder's (0.539) + 0.015, it
+beats the ladder on at least 19 of the 35 streams, and its mean rank among itself and the
+seven peers is not worse than the ladder's (the fourth and fifth rounds' rule). If one passes
+it is built into the detector, run inside it on the tuning half, then on the confirmation half
+ONCE (that half's third use; stated in docs/windows.md), and becomes the default only if its
+confirmation mean AP is at least the shipped default's there (0.448) and its mean rank not
+worse (3.22).
+
+Only tuning-half streams are ever loaded or scored here (an assertion guards every load).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from ._data import half_of, load_stream
+from ._explore import OUT, _file, _windows
+from ._fourth import LADDER, LEVEL, _load, _names
+from ._third import _peer_ap, _scaled
+
+ROCKET = {"rocket@w": "rk:1", "rocket@2w": "rk:2"}
+
+#: name: ((members, family weight), ...), written before any rocket member was scored
+CANDIDATES = {
+    "rocket@w": ((["rk:1"], 1.0),),
+    "rocket@2w": ((["rk:2"], 1.0),),
+    "ladder + rocket@w (1/2, 1/2)": (("ladder", 1 / 2), (["rk:1"], 1 / 2)),
+    "ladder + rocket@w,2w (1/2, 1/2)": (("ladder", 1 / 2), (["rk:1", "rk:2"], 1 / 2)),
+}
+#: the adoption rule: (AP margin over the ladder, wins against the ladder of 35)
+RULE = (0.015, 19)
+K = 5
+N_BLOCKS = 5
+
+
+def _starts(n: int, w: int, s: int) -> np.ndarray:
+    g = np.arange(0, n - w + 1, s)
+    return g if g[-1] == n - w else np.r_[g, n - w]
+
+
+def _windows_of(x: np.ndarray, starts: np.ndarray, w: int) -> np.ndarray:
+    """(n, d, w) float32, sktime's numpy3D layout."""
+    idx = starts[:, None] + np.arange(w)[None, :]
+    return np.ascontiguousarray(x[idx].transpose(0, 2, 1), dtype=np.float32)
+
+
+def _knn(Q: np.ndarray, R: np.ndarray, k: int) -> np.ndarray:
+    from sklearn.metrics import pairwise_distances
+
+    D = pairwise_distances(Q, R)
+    k = min(k, R.shape[0])
+    return np.sort(np.partition(D, k - 1, axis=1)[:, :k], axis=1).mean(axis=1)
+
+
+def _steps(starts, nov, w, n) -> np.ndarray:
+    from novelty.windows._engine import aggregate_steps
+
+    vals = np.column_stack([nov, np.zeros_like(nov)])
+    return aggregate_steps(starts, vals, w, 0, n, "mean")[:, 0]
+
+
+def rocket_member(normal: np.ndarray, test: np.ndarray, w: int):
+    """(test step novelty, calibration step novelties) of one rocket member."""
+    from sklearn.preprocessing import PowerTransformer
+    from sktime.transformations.panel.rocket import MiniRocketMultivariate
+
+    mu, sd = normal.mean(0), normal.std(0)
+    sd = np.where(sd > 0, sd, 1.0)
+    xn, xt = (normal - mu) / sd, (test - mu) / sd
+    s = max(1, w // 8)
+    sn, st = _starts(len(xn), w, s), _starts(len(xt), w, s)
+    Wn = _windows_of(xn, sn, w)
+    mr = MiniRocketMultivariate(random_state=0, n_jobs=1).fit(Wn)
+    pt = PowerTransformer(method="yeo-johnson", standardize=True)
+    with np.errstate(all="ignore"):
+        Fn = pt.fit_transform(np.asarray(mr.transform(Wn), dtype=np.float64))
+        Ft = pt.transform(np.asarray(mr.transform(_windows_of(xt, st, w)), dtype=np.float64))
+    Fn, Ft = np.nan_to_num(Fn), np.nan_to_num(Ft)
+    test_nov = _steps(st, _knn(Ft, Fn, K), w, len(xt))
+    cal = []
+    bounds = np.linspace(0, len(xn), N_BLOCKS + 1).astype(int)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        inside = (sn >= a) & (sn + w <= b)
+        away = (sn + w <= a - w) | (sn >= b + w)
+        if inside.sum() == 0 or away.sum() == 0:
+            continue
+        si = sn[inside]
+        nov = _knn(Fn[inside], Fn[away], K)
+        # step novelties of the block's covered steps, by the same mean over covering windows
+        lo, hi = int(si.min()), int(si.max()) + w
+        cal.append(_steps(si - lo, nov, w, hi - lo))
+    return test_nov, np.concatenate(cal)
+
+
+def cache(log=print) -> None:
+    """Fill the missing rocket cells of the tuning half (resumable)."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in _names():
+        assert half_of(name) == "tuning", name
+        s = None
+        for c in ROCKET.values():
+            f = _file(OUT, name, c, "mean")
+            if f.exists():
+                continue
+            if s is None:
+                s = load_stream(name)
+                x = s.normal
+                sd = x.std(0)
+                w0, _ = _windows([(x - x.mean(0)) / np.where(sd > 0, sd, 1)])
+            mult = float(c.split(":")[1])
+            w = int(np.clip(round(mult * w0), 16, len(s.normal) // 4))
+            t0 = time.process_time()
+            nov, cal = rocket_member(s.normal, s.test, w)
+            np.savez(f, nov=nov, cal=cal, labels=s.labels, w=w, cpu=time.process_time() - t0)
+            log(f"{name} {c} window {w} {time.process_time() - t0:.1f}s")
+
+
+def _family(n: str, ms) -> np.ndarray:
+    if ms == "ladder":
+        return sum(wt * np.mean([_scaled(_load(n, m), "q99") for m in f], 0) for f, wt in LADDER)
+    return np.mean([_scaled(_load(n, m), "q99") for m in ms], 0)
+
+
+def scores(n: str, spec) -> np.ndarray:
+    return sum(wt * _family(n, ms) for ms, wt in spec)
+
+
+def table(log=print) -> None:
+    from scipy.stats import rankdata
+    from sklearn.metrics import average_precision_score as ap
+
+    names = _names()
+    peers = _peer_ap()
+    P = np.array([peers[n] for n in names])
+    labels = {n: _load(n, LEVEL[0])["labels"] for n in names}
+    lad = np.array([ap(labels[n], scores(n, (("ladder", 1.0),))) for n in names])
+
+    def summary(aps):
+        R = np.vstack([rankdata(-np.r_[a, p]) for a, p in zip(aps, P)]).mean(0)
+        return aps.mean(), R[0], R[1:].min()
+
+    lad_ap, lad_rank, lad_peer = summary(lad)
+    log(f"{len(names)} tuning streams; peers' mean AP {np.round(P.mean(0), 3)} (Sub-kNN first)")
+    log("| candidate | mean AP | rank | best peer's rank | W/L vs Sub-kNN | W/L vs ladder | "
+        "rule |")  # fmt: skip
+    log("|---|---|---|---|---|---|---|")
+    log(f"| ladder (offline) | {lad_ap:.3f} | {lad_rank:.2f} | {lad_peer:.2f} | "
+        f"{(lad > P[:, 0]).sum()}/{(lad < P[:, 0]).sum()} | - | - |")  # fmt: skip
+    per, passed = {}, []
+    for name, spec in CANDIDATES.items():
+        aps = np.array([ap(labels[n], scores(n, spec)) for n in names])
+        per[name] = aps
+        m, r, b = summary(aps)
+        wins = int((aps > lad).sum())
+        ok = m >= lad_ap + RULE[0] and wins >= RULE[1] and r <= lad_rank
+        if ok:
+            passed.append((m, name))
+        log(f"| {name} | {m:.3f} | {r:.2f} | {b:.2f} | {(aps > P[:, 0]).sum()}/"
+            f"{(aps < P[:, 0]).sum()} | {wins}/{(aps < lad).sum()} | "
+            f"{'PASS' if ok else 'fail'} |")  # fmt: skip
+    log("")
+    log(f"recommended: {max(passed)[1] if passed else 'none'}")
+    log("")
+    cols = list(CANDIDATES)
+    log("| stream | ladder | sub-knn | " + " | ".join(cols) + " |")
+    log("|---" * (len(cols) + 3) + "|")
+    for i, n in enumerate(names):
+        log(f"| {n} | {lad[i]:.3f} | {P[i, 0]:.3f} | "
+            + " | ".join(f"{per[c][i]:.3f}" for c in cols) + " |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "table"
+    if what == "cache":
+        cache(log=lambda s: print(s, flush=True))
+    else:
+        table(log=lambda s: print(s, flush=True))
