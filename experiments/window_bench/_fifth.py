@@ -44,14 +44,12 @@ Only tuning-half streams are ever loaded or scored here (an assertion guards eve
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
-from ._data import half_of, load_stream
-from ._explore import OUT, _file, _windows
 from ._fourth import LADDER, LEVEL, SHAPE, _load, _names
-from ._third import _peer_ap, _scaled
+from ._rounds import cache_members, candidate_table
+from ._third import _scaled
 
 CID_LEVEL = ["cid:0.5:16", "cid:1:32", "cid:2:64", "cid:4:128"]
 CID_SHAPE = ["zcid:1:32"]
@@ -67,36 +65,21 @@ NOT_ELIGIBLE = {"cid 1 alone (reading only)"}
 RULE = (0.015, 19)
 
 
-def cache(members: list[str], log=print) -> None:
-    """Fill the missing corrected cells of the tuning half (resumable)."""
+def _score(s, kind, w, seg):
     from novelty import WindowNoveltyDetector
 
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name in _names():
-        assert half_of(name) == "tuning", name
-        s = None
-        for c in members:
-            f = _file(OUT, name, c, "mean")
-            if f.exists():
-                continue
-            kind, mult, seg = c.split(":")
-            if s is None:
-                s = load_stream(name)
-                x = s.normal
-                sd = x.std(0)
-                w0, _ = _windows([(x - x.mean(0)) / np.where(sd > 0, sd, 1)])
-            w = int(np.clip(round(float(mult) * w0), 16, len(s.normal) // 4))
-            t0 = time.process_time()
-            det = WindowNoveltyDetector(
-                detector="cid-znorm-knn" if kind == "zcid" else "cid-knn",
-                window=w,
-                n_segments=int(seg),
-                aggregate="mean",
-            ).fit(s.normal)
-            nov = -det.score_samples(s.test)
-            np.savez(f, nov=nov, cal=det.calibration_scores_, labels=s.labels, w=w,
-                     cpu=time.process_time() - t0)  # fmt: skip
-            log(f"{name} {c} window {w}")
+    det = WindowNoveltyDetector(
+        detector="cid-znorm-knn" if kind == "zcid" else "cid-knn",
+        window=w,
+        n_segments=int(seg),
+        aggregate="mean",
+    ).fit(s.normal)
+    return -det.score_samples(s.test), det.calibration_scores_
+
+
+def cache(members: list[str], log=print) -> None:
+    """Fill the missing corrected cells of the tuning half (resumable)."""
+    cache_members(members, _score, log)
 
 
 def scores(n: str, spec) -> np.ndarray:
@@ -104,48 +87,10 @@ def scores(n: str, spec) -> np.ndarray:
 
 
 def table(log=print) -> None:
-    from scipy.stats import rankdata
-    from sklearn.metrics import average_precision_score as ap
-
     names = _names()
-    peers = _peer_ap()
-    P = np.array([peers[n] for n in names])
     labels = {n: _load(n, LEVEL[0])["labels"] for n in names}
-    lad = np.array([ap(labels[n], scores(n, LADDER)) for n in names])
-
-    def summary(aps):
-        R = np.vstack([rankdata(-np.r_[a, p]) for a, p in zip(aps, P)]).mean(0)
-        return aps.mean(), R[0], R[1:].min()
-
-    lad_ap, lad_rank, lad_peer = summary(lad)
-    log(f"{len(names)} tuning streams; peers' mean AP {np.round(P.mean(0), 3)} (Sub-kNN first)")
-    log("| candidate | mean AP | rank | best peer's rank | W/L vs Sub-kNN | W/L vs ladder | "
-        "rule |")  # fmt: skip
-    log("|---|---|---|---|---|---|---|")
-    log(f"| ladder (offline) | {lad_ap:.3f} | {lad_rank:.2f} | {lad_peer:.2f} | "
-        f"{(lad > P[:, 0]).sum()}/{(lad < P[:, 0]).sum()} | - | - |")  # fmt: skip
-    per, passed = {}, []
-    for name, spec in CANDIDATES.items():
-        aps = np.array([ap(labels[n], scores(n, spec)) for n in names])
-        per[name] = aps
-        m, r, b = summary(aps)
-        wins = int((aps > lad).sum())
-        ok = m >= lad_ap + RULE[0] and wins >= RULE[1] and r <= lad_rank
-        ok = ok and name not in NOT_ELIGIBLE
-        if ok:
-            passed.append((m, name))
-        log(f"| {name} | {m:.3f} | {r:.2f} | {b:.2f} | {(aps > P[:, 0]).sum()}/"
-            f"{(aps < P[:, 0]).sum()} | {wins}/{(aps < lad).sum()} | "
-            f"{'PASS' if ok else 'fail'} |")  # fmt: skip
-    log("")
-    log(f"recommended: {max(passed)[1] if passed else 'none'}")
-    log("")
-    cols = list(CANDIDATES)
-    log("| stream | ladder | sub-knn | " + " | ".join(cols) + " |")
-    log("|---" * (len(cols) + 3) + "|")
-    for i, n in enumerate(names):
-        log(f"| {n} | {lad[i]:.3f} | {P[i, 0]:.3f} | "
-            + " | ".join(f"{per[c][i]:.3f}" for c in cols) + " |")  # fmt: skip
+    cands = {name: (lambda n, spec=spec: scores(n, spec)) for name, spec in CANDIDATES.items()}
+    candidate_table(names, labels, lambda n: scores(n, LADDER), cands, RULE, log, NOT_ELIGIBLE)
 
 
 if __name__ == "__main__":

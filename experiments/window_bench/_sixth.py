@@ -63,14 +63,14 @@ per kind; it chooses nothing (the default does not depend on it).
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
 from ._data import half_of, load_stream
-from ._explore import OUT, _file, _windows
+from ._explore import OUT
 from ._fourth import LADDER, LEVEL, _load, _names
-from ._third import _peer_ap, _scaled
+from ._rounds import base_window, cache_members, candidate_table, member_window
+from ._third import _scaled
 
 ROCKET = {"rocket@w": "rk:1", "rocket@2w": "rk:2"}
 
@@ -148,25 +148,11 @@ def rocket_member(normal: np.ndarray, test: np.ndarray, w: int):
 
 def cache(log=print) -> None:
     """Fill the missing rocket cells of the tuning half (resumable)."""
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name in _names():
-        assert half_of(name) == "tuning", name
-        s = None
-        for c in ROCKET.values():
-            f = _file(OUT, name, c, "mean")
-            if f.exists():
-                continue
-            if s is None:
-                s = load_stream(name)
-                x = s.normal
-                sd = x.std(0)
-                w0, _ = _windows([(x - x.mean(0)) / np.where(sd > 0, sd, 1)])
-            mult = float(c.split(":")[1])
-            w = int(np.clip(round(mult * w0), 16, len(s.normal) // 4))
-            t0 = time.process_time()
-            nov, cal = rocket_member(s.normal, s.test, w)
-            np.savez(f, nov=nov, cal=cal, labels=s.labels, w=w, cpu=time.process_time() - t0)
-            log(f"{name} {c} window {w} {time.process_time() - t0:.1f}s")
+    cache_members(
+        list(ROCKET.values()),
+        lambda s, kind, w, seg: rocket_member(s.normal, s.test, w),
+        log,
+    )
 
 
 def _family(n: str, ms) -> np.ndarray:
@@ -180,47 +166,10 @@ def scores(n: str, spec) -> np.ndarray:
 
 
 def table(log=print) -> None:
-    from scipy.stats import rankdata
-    from sklearn.metrics import average_precision_score as ap
-
     names = _names()
-    peers = _peer_ap()
-    P = np.array([peers[n] for n in names])
     labels = {n: _load(n, LEVEL[0])["labels"] for n in names}
-    lad = np.array([ap(labels[n], scores(n, (("ladder", 1.0),))) for n in names])
-
-    def summary(aps):
-        R = np.vstack([rankdata(-np.r_[a, p]) for a, p in zip(aps, P)]).mean(0)
-        return aps.mean(), R[0], R[1:].min()
-
-    lad_ap, lad_rank, lad_peer = summary(lad)
-    log(f"{len(names)} tuning streams; peers' mean AP {np.round(P.mean(0), 3)} (Sub-kNN first)")
-    log("| candidate | mean AP | rank | best peer's rank | W/L vs Sub-kNN | W/L vs ladder | "
-        "rule |")  # fmt: skip
-    log("|---|---|---|---|---|---|---|")
-    log(f"| ladder (offline) | {lad_ap:.3f} | {lad_rank:.2f} | {lad_peer:.2f} | "
-        f"{(lad > P[:, 0]).sum()}/{(lad < P[:, 0]).sum()} | - | - |")  # fmt: skip
-    per, passed = {}, []
-    for name, spec in CANDIDATES.items():
-        aps = np.array([ap(labels[n], scores(n, spec)) for n in names])
-        per[name] = aps
-        m, r, b = summary(aps)
-        wins = int((aps > lad).sum())
-        ok = m >= lad_ap + RULE[0] and wins >= RULE[1] and r <= lad_rank
-        if ok:
-            passed.append((m, name))
-        log(f"| {name} | {m:.3f} | {r:.2f} | {b:.2f} | {(aps > P[:, 0]).sum()}/"
-            f"{(aps < P[:, 0]).sum()} | {wins}/{(aps < lad).sum()} | "
-            f"{'PASS' if ok else 'fail'} |")  # fmt: skip
-    log("")
-    log(f"recommended: {max(passed)[1] if passed else 'none'}")
-    log("")
-    cols = list(CANDIDATES)
-    log("| stream | ladder | sub-knn | " + " | ".join(cols) + " |")
-    log("|---" * (len(cols) + 3) + "|")
-    for i, n in enumerate(names):
-        log(f"| {n} | {lad[i]:.3f} | {P[i, 0]:.3f} | "
-            + " | ".join(f"{per[c][i]:.3f}" for c in cols) + " |")  # fmt: skip
+    cands = {name: (lambda n, spec=spec: scores(n, spec)) for name, spec in CANDIDATES.items()}
+    candidate_table(names, labels, lambda n: scores(n, (("ladder", 1.0),)), cands, RULE, log)
 
 
 CONFIRM_OUT = OUT.parent.parent / "h15" / "rocket"
@@ -242,9 +191,7 @@ def confirm(log=print) -> None:
         if not f.exists():
             s = load_stream(name)
             x = s.normal
-            sd = x.std(0)
-            w0, _ = _windows([(x - x.mean(0)) / np.where(sd > 0, sd, 1)])
-            w = int(np.clip(w0, 16, len(x) // 4))
+            w = member_window(x, 1, base_window(x))
             nov, cal = rocket_member(x, s.test, w)
             np.savez(f, nov=nov, cal=cal, labels=s.labels, w=w)
         z = np.load(f)
