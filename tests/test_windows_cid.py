@@ -53,7 +53,7 @@ def test_cid_nearest_equals_a_double_loop(k):
     ref = Reference(R, np.arange(40))
     # 4 rows a block
     nov, share = nearest(Q, ref, k, d=2, norm=3.0, max_bytes=4 * 8 * 40 * 4, cid=True)
-    e = CID_FLOOR * np.median(R[:, -1])
+    e = CID_FLOOR * max(np.median(R[:, -1]), ZNORM_FLOOR)
     for i in range(15):
         dist = []
         for j in range(40):
@@ -74,6 +74,33 @@ def test_cid_equals_the_plain_distance_when_complexities_are_equal():
     nov_cid, _ = nearest(ones(Q), Reference(ones(R), np.arange(30)), 1, 1, 2.0, 10**6, cid=True)
     nov, _ = nearest(Q, Reference(R, np.arange(30)), 1, 1, 2.0, 10**6)
     np.testing.assert_allclose(nov_cid, nov, rtol=1e-12)
+
+
+def test_cid_with_a_mostly_flat_reference_stays_finite_and_ranks_busy_windows_far():
+    """Most normal windows flat (median complexity 0): the floor falls back to CID_FLOOR x
+    ZNORM_FLOOR, so distances stay finite, a flat query matches a flat reference window at
+    distance 0, and a busy query is farther from the flat windows than the plain distance."""
+    rng = np.random.default_rng(5)
+    R = np.zeros((20, 4))
+    R[:6, :3] = rng.normal(size=(6, 3))
+    R[:6, -1] = rng.uniform(0.5, 1.0, size=6)  # 6 busy windows, 14 flat ones
+    Q = np.zeros((3, 4))
+    Q[1, :3] = 0.1  # a quiet level shift, flat
+    Q[2, :3], Q[2, -1] = 0.1, 0.8  # the same level, busy
+    ref = Reference(R, np.arange(20))
+    nov, _ = nearest(Q, ref, 1, 1, 1.0, 10**6, cid=True)
+    plain, _ = nearest(Q[:, :3], Reference(R[:, :3], np.arange(20)), 1, 1, 1.0, 10**6)
+    assert np.isfinite(nov).all()
+    assert nov[0] == 0.0
+    assert nov[1] == pytest.approx(plain[1], rel=1e-12)  # flat against flat: factor 1
+    e = CID_FLOOR * ZNORM_FLOOR
+    busy_to_flat = np.linalg.norm(Q[2, :3]) * (0.8 + e) / e
+    busy_to_busy = min(
+        np.linalg.norm(Q[2, :3] - R[j, :3]) * (max(0.8, R[j, -1]) + e) / (min(0.8, R[j, -1]) + e)
+        for j in range(6)
+    )  # fmt: skip
+    assert nov[2] == pytest.approx(min(busy_to_flat, busy_to_busy), rel=1e-10)
+    assert nov[2] > plain[2]
 
 
 def _noise(n, seed, amp=1.0):

@@ -52,8 +52,9 @@ differences, as the segment means do. Window novelty is then :math:`\|f - g\| /
 complexity :math:`c = \sqrt{\sum_{t, ch} (x_{t+1, ch} - x_{t, ch})^2 / ((w - 1) d)}` at full
 resolution (of the z-normalised window under ``znorm``), and the distance of two windows is
 :math:`\|f - g\| \cdot (\max(c_f, c_g) + e) / (\min(c_f, c_g) + e)` over the other columns,
-:math:`e` = :data:`CID_FLOOR` times the reference windows' median complexity (so a flat window is
-far from busy normal windows, not infinitely far). Windows of equal complexity compare as
+:math:`e` = :data:`CID_FLOOR` times the reference windows' median complexity, or times
+:data:`ZNORM_FLOOR` when that is smaller (so a flat window is far from busy normal windows, not
+infinitely far, also when most normal windows are flat). Windows of equal complexity compare as
 without it. The channel shares are those of the Euclidean part.
 """
 
@@ -79,7 +80,8 @@ ZNORM_FLOOR = 0.05
 #: a squared distance at most this share of the two squared norms is rounding: taken as 0
 DIST_RTOL = 1e-10
 #: the floor added to both complexities of the complexity correction, as a share of the
-#: reference windows' median complexity (a flat window is not infinitely far)
+#: reference windows' median complexity or of ZNORM_FLOOR, the larger (a flat window is not
+#: infinitely far)
 CID_FLOOR = 0.05
 
 
@@ -252,7 +254,9 @@ def _cid_parts(ref: Reference):
     if parts is None:
         F = np.ascontiguousarray(ref.F[:, :-1])
         ce = ref.F[:, -1]
-        floor = CID_FLOOR * float(np.median(ce)) if len(ce) else 0.0
+        # at least CID_FLOOR x ZNORM_FLOOR channel standard units: a mostly flat normal
+        # stretch (median complexity 0) leaves no window infinitely far
+        floor = CID_FLOOR * max(float(np.median(ce)) if len(ce) else 0.0, ZNORM_FLOOR)
         parts = (F, np.einsum("ij,ij->i", F, F), ce, floor)
         ref._cid = parts
     return parts
@@ -267,7 +271,8 @@ def nearest(Q, ref: Reference, k: int, d: int, norm: float, max_bytes: int, cid:
     With ``cid`` the last column of ``Q`` and of ``ref.F`` is each window's complexity
     estimate ``c`` and the distance is the complexity-invariant one (module docstring):
     the Euclidean distance of the other columns times ``(max(c_q, c_r) + e) / (min(c_q, c_r)
-    + e)``, ``e`` = :data:`CID_FLOOR` x the reference's median complexity."""
+    + e)``, ``e`` = :data:`CID_FLOOR` x the reference's median complexity (at least x
+    :data:`ZNORM_FLOOR`)."""
     n = Q.shape[0]
     m = len(ref)
     k = min(k, m)
@@ -289,11 +294,8 @@ def nearest(Q, ref: Reference, k: int, d: int, norm: float, max_bytes: int, cid:
         d2 += rsq[None, :]
         np.maximum(d2, 0.0, out=d2)
         if cid:
-            a, b = qce[i0:i1, None] + floor, rce[None, :] + floor
-            with np.errstate(divide="ignore", invalid="ignore"):
-                cf = np.maximum(a, b) / np.minimum(a, b)
-            # two flat windows (no complexity at all, and a flat reference): no correction
-            cf[~np.isfinite(cf)] = 1.0
+            a, b = qce[i0:i1, None] + floor, rce[None, :] + floor  # floor > 0
+            cf = np.maximum(a, b) / np.minimum(a, b)
             d2 *= cf * cf
         rows_i = np.arange(i1 - i0)
         idx = np.argmin(d2, axis=1)
