@@ -167,7 +167,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         "znorm-knn" whose distance is complexity-invariant: the Euclidean distance times
         :math:`(\max(c_q, c_r) + e) / (\min(c_q, c_r) + e)`, :math:`c` a window's
         root-mean-square first difference, :math:`e` 5 % of the normal windows' median
-        :math:`c` (:mod:`novelty.windows._engine`).
+        :math:`c`, at least 0.0025 (:mod:`novelty.windows._engine`).
     aggregate : None (default, the tuned choice), "max" or "mean": a step's novelty from the
         windows covering it.
     combine : "mean" (default) or "max": how several members' z-scores are combined (the
