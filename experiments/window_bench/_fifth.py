@@ -10,9 +10,10 @@ fourth round's statistics members caught it alone (0.955) but lost shape differe
 mean with the ladder. CID keeps the shape distance and multiplies it by the ratio of the two
 windows' complexities, ``(max(c_q, c_r) + e) / (min(c_q, c_r) + e)`` with ``c`` the
 root-mean-square first difference of the (channel-standardised) window at full resolution and
-``e`` 5 % of the normal windows' median, at least 0.0025 (:data:`novelty.windows._engine.CID_FLOOR`): windows
-of equal complexity compare as before, a window of other activity is pushed away from every
-normal window. One change, from the literature, not a new family.
+``e`` 5 % of the normal windows' median, at least 0.0025
+(:data:`novelty.windows._engine.CID_FLOOR`): windows of equal complexity compare as before, a
+window of other activity is pushed away from every normal window. One change, from the
+literature, not a new family.
 
     python -m experiments.window_bench._fifth cache
     python -m experiments.window_bench._fifth table
