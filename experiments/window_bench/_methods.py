@@ -158,6 +158,9 @@ def methods() -> dict:
     # fourth round (issue 32, session 14): the ladder with statistics members (opt-in, not
     # adopted on the tuning half: docs/windows.md "Fourth round")
     m["ours:ladder+stats"] = ours({"detector": "ladder+stats"})
+    # seventh round (issue 32, session 15): its members on causal scales
+    m["ours:ladder+stats-causal"] = ours({"detector": "ladder+stats", "member_scale": "causal"})
+    m["ours:ladder-causal"] = ours({"detector": "ladder", "member_scale": "causal"})
     m["sub-knn"] = sub_knn
     m["stumpy"] = stumpy_ab
     m["aeon-kmeans"] = _aeon(KMeansAD, True, lambda s: {"window_size": s.window, "random_state": 0})

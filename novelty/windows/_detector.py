@@ -112,6 +112,10 @@ MEMBERS = {
 }
 #: the upper quantile of the "tail" member scale
 TAIL_QUANTILE = 99.0
+#: ``member_scale="causal"``: the scales are renewed every so many steps, from at most so many
+#: calibration novelties and past steps of the recording (docs/windows.md, "Seventh round")
+CAUSAL_EVERY = 64
+CAUSAL_HISTORY = 8192
 #: a member window longer than the window is clipped to ``total // MEMBER_CAP_BLOCKS`` normal
 #: steps (and half the longest recording)
 MEMBER_CAP_BLOCKS = 4
@@ -177,7 +181,14 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         :math:`q_{0.99}(c) - \operatorname{median}(c)` (the members agree where the flag
         threshold lies, in normal data's upper tail), "iqr" the interquartile range (either
         falls back to the standard deviation, then 1, when it is 0). ``member_scale_`` holds
-        the one used.
+        the one used. "causal": the tail scale, renewed every ``CAUSAL_EVERY`` (64) steps while
+        a recording is scored from the member's calibration novelties and its own step
+        novelties of that recording so far (up to the longest member window before the block;
+        at most ``CAUSAL_HISTORY`` = 8192 of each), so that a stream that differs from the
+        held-out normal blocks as a whole (a drift, a normal stretch scored against less of
+        itself) does not let one member's offset drown the others
+        (:class:`novelty.windows._engine.CausalScales`; docs/windows.md, "Seventh round").
+        ``calibration_scores_`` stay on the fixed calibration scales.
     contamination : float in (0, 0.5], default 0.01, the expected share of steps of new
         normal data that ``predict`` flags (module docstring: what it guarantees).
     n_neighbors : int >= 1, default 1, the window novelty is the mean distance to this many
@@ -229,7 +240,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         "detector": [None, StrOptions(set(DETECTORS))],
         "aggregate": [None, StrOptions({"max", "mean"})],
         "combine": [StrOptions({"mean", "max"})],
-        "member_scale": [None, StrOptions({"iqr", "tail"})],
+        "member_scale": [None, StrOptions({"iqr", "tail", "causal"})],
         "contamination": [Interval(Real, 0, 0.5, closed="right")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "n_segments": [Interval(Integral, 1, None, closed="left")],
@@ -346,6 +357,12 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.member_scale_ = self.member_scale or DEFAULT_MEMBER_SCALE
         scale = _robust_scale if self.member_scale_ == "iqr" else _tail_scale
         self.member_scales_ = None if len(cal) == 1 else [scale(c) for c in cal]
+        # "causal": each member's calibration novelties seed its scale while scoring
+        self.member_calibration_ = (
+            [np.asarray(c, dtype=np.float64) for c in cal]
+            if self.member_scale_ == "causal" and len(cal) > 1
+            else None
+        )
         self.calibration_scores_ = self._combine_novelty(cal)
         self._set_threshold()
         self.fit_seconds_ = time.perf_counter() - start
@@ -564,7 +581,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             return np.concatenate([head, s.finish()])
 
     def _stream(self, on_block=None):
-        from ._engine import Ensemble, Stream
+        from ._engine import CausalScales, Ensemble, Stream
 
         streams = [
             Stream(
@@ -578,7 +595,11 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             )  # fmt: skip
             for f, ref, stride in zip(self._featurizers, self.references_, self._member_strides())
         ]
-        return Ensemble(streams, self.member_scales_, self.combine, self._member_weights())
+        scales = self.member_scales_
+        if scales is not None and getattr(self, "member_calibration_", None) is not None:
+            scales = CausalScales(self.member_calibration_, _tail_scale, self.max_window_,
+                                  CAUSAL_EVERY, CAUSAL_HISTORY)  # fmt: skip
+        return Ensemble(streams, scales, self.combine, self._member_weights())
 
     def _standardised(self, X) -> np.ndarray:
         recs, names = _read(X, self.missing, many=False, name="X")
@@ -689,6 +710,20 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             z.append((r - self.mean_) / self.scale_)
         cal = [self.calibration_scores_]
         for r in z:
+            if getattr(self, "member_calibration_", None) is not None:
+                # "causal": each member's novelties join its own calibration; the combined
+                # calibration stays on the fixed calibration scales, as at fit
+                from ._engine import score_recording
+
+                novs = [score_recording(r, f, ref, int(self.n_neighbors), st, self.aggregate_,
+                                        self._budget)[:, 0]
+                        for f, ref, st in zip(self._featurizers, self.references_,
+                                              self._member_strides())]  # fmt: skip
+                self.member_calibration_ = [
+                    np.concatenate([c, v]) for c, v in zip(self.member_calibration_, novs)
+                ]
+                cal.append(self._combine_novelty(novs))
+                continue
             s = self._stream()
             rows = np.concatenate([s.push(r), s.finish()])
             cal.append(rows[:, 0])

@@ -66,6 +66,7 @@ import numpy as np
 
 __all__ = [
     "CID_FLOOR",
+    "CausalScales",
     "DIST_RTOL",
     "ZNORM_FLOOR",
     "Featurizer",
@@ -435,13 +436,64 @@ def score_recording(x, feat, ref, k, stride, how, max_bytes, on_block=None) -> n
     return np.concatenate([head, s.finish()])
 
 
+class CausalScales:
+    r"""Each member's scale at each step from its calibration and what it has seen so far of
+    the recording (docs/windows.md, "Seventh round"): at step :math:`t` in block
+    :math:`b = \lfloor t / E \rfloor` (``every`` = :math:`E` steps), member :math:`i`'s
+    z is :math:`(s_{i,t} - m) / q`, :math:`(m, q)` = ``tail(H)`` (the median and the tail
+    scale) of :math:`H` = its calibration step novelties (at most ``history`` of them: evenly
+    spaced order statistics beyond that) and its own step novelties of this recording from
+    :math:`\max(0, c - \text{history})` to :math:`c = \max(0, bE - g)` (``gap`` :math:`g`,
+    the longest member window, so that no window covering a block's steps enters its scale).
+    Only the past is used: a stream scored chunk by chunk gets the same z as in one pass, and
+    the memory stays within ``history`` + ``every`` + ``gap`` steps a member."""
+
+    def __init__(self, calibration, tail, gap: int, every: int, history: int):
+        self.cal = [self._summary(np.asarray(c, dtype=np.float64), history) for c in calibration]
+        self.tail, self.gap, self.every, self.history = tail, int(gap), int(every), int(history)
+        self.past = [np.zeros(0) for _ in self.cal]
+        self.past_start = 0  # step index of past[i][0]
+        self.t = 0  # step index of the next novelty
+
+    @staticmethod
+    def _summary(c: np.ndarray, history: int) -> np.ndarray:
+        if len(c) <= history:
+            return c
+        s = np.sort(c)
+        return s[((np.arange(history) + 0.5) * len(c) / history).astype(np.int64)]
+
+    def z(self, nov: np.ndarray) -> np.ndarray:
+        """z (m, n) of the members' novelties (m, n) of the next n steps."""
+        m, n = nov.shape
+        self.past = [np.concatenate([p, v]) for p, v in zip(self.past, nov)]
+        out = np.empty((m, n))
+        t0, t1 = self.t, self.t + n
+        for b in range(t0 // self.every, -(-t1 // self.every) if n else t0 // self.every):
+            a, e = max(t0, b * self.every), min(t1, (b + 1) * self.every)
+            cut = max(0, b * self.every - self.gap)
+            lo = max(0, cut - self.history)
+            for i in range(m):
+                h = np.concatenate([self.cal[i], self.past[i][lo - self.past_start : cut
+                                                              - self.past_start]])  # fmt: skip
+                med, q = self.tail(h)
+                out[i, a - t0 : e - t0] = (nov[i, a - t0 : e - t0] - med) / q
+        self.t = t1
+        # keep what the next block can still need
+        keep = max(0, (t1 // self.every) * self.every - self.gap - self.history)
+        if keep > self.past_start:
+            self.past = [p[keep - self.past_start :] for p in self.past]
+            self.past_start = keep
+        return out
+
+
 class Ensemble:
     """Streams of several members over the same recording: one member's rows as they are;
     several: the mean weighted by ``weights`` (``combine`` "mean"; None: equal weights) or the
     maximum ("max") of the members' z-scores ``(novelty - median) / scale`` (``scales``: each
-    member's (median, scale) of its calibration), with the channel shares of the member
-    whose z is largest at that step. Members of different windows or strides emit their steps
-    at different times: the rows of a step are held until every member has emitted it."""
+    member's (median, scale) of its calibration, or a :class:`CausalScales`), with the channel
+    shares of the member whose z is largest at that step. Members of different windows or
+    strides emit their steps at different times: the rows of a step are held until every
+    member has emitted it."""
 
     def __init__(self, streams: list[Stream], scales, combine: str = "mean", weights=None):
         self.streams = streams
@@ -463,7 +515,10 @@ class Ensemble:
         n = min(len(p) for p in self.pending)
         rows = [p[:n] for p in self.pending]
         self.pending = [p[n:] for p in self.pending]
-        z = np.stack([(r[:, 0] - m) / q for r, (m, q) in zip(rows, self.scales)])
+        if isinstance(self.scales, CausalScales):
+            z = self.scales.z(np.stack([r[:, 0] for r in rows]))
+        else:
+            z = np.stack([(r[:, 0] - m) / q for r, (m, q) in zip(rows, self.scales)])
         best = np.argmax(z, axis=0)
         shares = np.stack([r[:, 1:] for r in rows])[best, np.arange(z.shape[1])]
         if self.combine == "max":

@@ -58,7 +58,9 @@ def save_window_model(det, path, extra: dict | None = None) -> Path:
                 **{f"ref_F_{i}": r.F for i, r in enumerate(det.references_)},
                 **{f"ref_gstart_{i}": r.gstart for i, r in enumerate(det.references_)},
                 **_statistics_arrays(det),
-            )
+                **{f"member_calibration_{i}": c
+                   for i, c in enumerate(getattr(det, "member_calibration_", None) or [])},
+            )  # fmt: skip
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -125,11 +127,24 @@ def _load(path, cls):
         det.member_windows_ = meta.get("member_windows_", [det.window_] * meta["n_members"])
         # files written before the member scale was a choice: the IQR
         det.member_scale_ = meta.get("member_scale_", "iqr")
-        if det.member_scale_ not in ("iqr", "tail"):
+        if det.member_scale_ not in ("iqr", "tail", "causal"):
             raise ValueError(
                 f"{path}: not loaded: member_scale_ {det.member_scale_!r} is not one the "
-                "detector writes ('iqr' or 'tail')"
+                "detector writes ('iqr', 'tail' or 'causal')"
             )
+        det.member_calibration_ = None
+        if det.member_scale_ == "causal" and det.member_scales_ is not None:
+            cals = []
+            for i in range(meta["n_members"]):
+                key = f"member_calibration_{i}"
+                c = z[key] if key in z.files else None
+                if c is None or c.ndim != 1 or not len(c) or not np.isfinite(c).all():
+                    raise ValueError(
+                        f"{path}: not loaded: member {i}'s calibration novelties (needed by "
+                        "member_scale='causal') are missing or not a finite 1-D array"
+                    )
+                cals.append(c.astype(np.float64))
+            det.member_calibration_ = cals
         det.offset_ = -det.threshold_
         det._featurizers = det._make_featurizers()
         from ._engine import StatsFeaturizer
