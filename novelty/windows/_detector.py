@@ -186,7 +186,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         novelties of that recording so far (up to the longest member window before the block;
         at most ``CAUSAL_HISTORY`` = 8192 of each), so that a stream that differs from the
         held-out normal blocks as a whole (a drift, a normal stretch scored against less of
-        itself) does not let one member's offset drown the others
+        itself) does not let one member's offset drown the others; the price: a long or
+        recurring novelty raises its own members' scales and scores lower as it goes on
         (:class:`novelty.windows._engine.CausalScales`; docs/windows.md, "Seventh round").
         ``calibration_scores_`` stay on the fixed calibration scales.
     contamination : float in (0, 0.5], default 0.01, the expected share of steps of new
