@@ -112,3 +112,25 @@ def _causal_rates(eps, n_rec, T_fit, T_new):
 
 def test_causal_pure_normal_ar1_is_flagged_at_contamination():
     _assert_rate(_causal_rates(0.05, 12, 1200, 1500), 0.05)
+
+
+def test_a_lasting_change_scores_lower_as_it_goes_on_only_under_the_causal_scale():
+    """The option's stated price and purpose: after a lasting level move the causal scores
+    fall back towards normal (the fixed ones do not), and a short incident after it is still
+    flagged."""
+    t = np.arange(6000)
+    rng = np.random.default_rng(0)
+    normal = (np.sin(2 * np.pi * t[:3000] / 50) + 0.1 * rng.normal(size=3000))[:, None]
+    x = (np.sin(2 * np.pi * t / 50) + 0.1 * rng.normal(size=6000))[:, None]
+    x[1000:] += 0.5
+    x[4000:4100] += 1.5 * np.sin(2 * np.pi * t[4000:4100] / 7)[:, None]
+    out = {}
+    for scale in ("tail", "causal"):
+        det = WindowNoveltyDetector(detector="ladder+stats", member_scale=scale).fit(normal)
+        out[scale] = (-det.score_samples(x), det.predict(x) == -1)
+    for nov, _ in out.values():  # both: late in the move scores below early in it
+        assert np.median(nov[3000:3900]) <= np.median(nov[1200:2100])
+    tail, causal = out["tail"][1], out["causal"][1]
+    assert tail[3000:3900].mean() == 1.0 and causal[3000:3900].mean() < 0.5
+    assert causal[4000:4100].all() and tail[4000:4100].all()
+    assert causal[:700].mean() < 0.1
