@@ -7,6 +7,7 @@ project's ``.venv``; it runs in a side environment, and this file talks to it th
     python3 -m venv /work/tsbvenv
     /work/tsbvenv/bin/pip install "numpy<2" torch==2.13.0    # the CPU build, numpy 1.26.4
     /work/tsbvenv/bin/pip install tsb-ad==1.5 "numpy<2" torch==2.13.0
+    /work/tsbvenv/bin/pip install scikit-learn==1.5.2   # 1.9 breaks TSB-AD's check_is_fitted
     .venv/bin/python experiments/window_bench/_tsbad.py export
     /work/tsbvenv/bin/python experiments/window_bench/_tsbad.py score [--half tuning] [--only s]
     .venv/bin/python experiments/window_bench/_tsbad.py report   # both halves, with MERLIN
