@@ -135,3 +135,28 @@ def test_cid_streaming_equals_one_shot_and_the_model_file_round_trips(tmp_path, 
     back = WindowNoveltyDetector.load(det.save(tmp_path / "m.npz"))
     np.testing.assert_array_equal(back.score_samples(x), whole)
     np.testing.assert_array_equal(back.predict(x), det.predict(x))
+
+
+def test_a_thinned_cid_reference_calibrates_with_the_models_floor(monkeypatch):
+    """With more normal windows than the reference holds (thinned), the held-out calibration
+    references keep the complexity floor of the model's (thinned) reference."""
+    import novelty.windows._engine as engine
+
+    seen = []
+    real = engine.Reference.subset
+
+    def spy(self, keep, keep_floor=False):
+        out = real(self, keep, keep_floor)
+        if keep_floor:
+            seen.append((out._cid[3], self._cid[3]))
+        return out
+
+    monkeypatch.setattr(engine.Reference, "subset", spy)
+    # 30 recordings of 100 steps: each adds a window beyond the stride, so the reference is
+    # thinned after it is built
+    normal = [_noise(100, 100 + i).cumsum(0) * 0.1 for i in range(30)]
+    det = WindowNoveltyDetector(detector="cid-knn", window=20, max_reference=500).fit(normal)
+    n_windows = 30 * (100 - 20 + 1)
+    assert det.reference_stride_ > -(-n_windows // 500)  # thinned beyond the first stride
+    floor = engine._cid_parts(det.references_[0])[3]
+    assert seen and all(a == b == floor for a, b in seen)

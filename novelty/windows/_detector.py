@@ -515,7 +515,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         steps left out near a cut follow the longest member window, so that every member
         scores the same steps."""
         from ..detector._progress import plan, step
-        from ._engine import score_recording
+        from ._engine import _cid_parts, score_recording
 
         w = self.max_window_
         total = int(offsets[-1])
@@ -536,6 +536,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
             if not all(kp.any() for kp in keeps):
                 continue
             for i, (f, ref, kp) in enumerate(zip(self._featurizers, self.references_, keeps)):
+                if getattr(f, "cid", False):
+                    _cid_parts(ref)  # the model's complexity floor, kept by the subset
                 sub = ref.subset(kp, keep_floor=True)
                 for r, off in zip(z, offsets[:-1]):
                     a, b = max(g0, off), min(g1, off + len(r))
