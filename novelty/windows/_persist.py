@@ -10,6 +10,7 @@ names and ``extra``: what the command line stores, e.g. the time grid). It is re
 from __future__ import annotations
 
 import json
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -116,13 +117,11 @@ def _load(path, cls):
         for k in _SCALARS:
             setattr(det, k, meta[k])
         det.channel_names_ = list(meta["channel_names_"])
-        det.mean_, det.scale_ = z["mean"], z["scale"]
-        det.references_ = [
-            Reference(z[f"ref_F_{i}"], z[f"ref_gstart_{i}"]) for i in range(meta["n_members"])
-        ]
+        det.mean_, det.scale_ = _standardisation(path, z["mean"], z["scale"], det.n_channels_)
         scales = meta["member_scales_"]
         det.member_scales_ = None if scales is None else [tuple(v) for v in scales]
-        det.calibration_scores_ = z["calibration"]
+        det.calibration_scores_ = _novelties(path, z["calibration"], "the calibration scores",
+                                             signed=len(scales or []) > 1)  # fmt: skip
         # files written before members had their own windows: every member at window_
         det.member_windows_ = meta.get("member_windows_", [det.window_] * meta["n_members"])
         # files written before the member scale was a choice: the IQR
@@ -138,15 +137,27 @@ def _load(path, cls):
             for i in range(meta["n_members"]):
                 key = f"member_calibration_{i}"
                 c = z[key] if key in z.files else None
-                if c is None or c.ndim != 1 or not len(c) or not np.isfinite(c).all():
+                if c is None or not _real_1d(c) or (c < 0).any():
                     raise ValueError(
                         f"{path}: not loaded: member {i}'s calibration novelties (needed by "
-                        "member_scale='causal') are missing or not a finite 1-D array"
+                        "member_scale='causal') are missing or not a non-empty 1-D array of "
+                        "finite, non-negative floats"
                     )
                 cals.append(c.astype(np.float64))
             det.member_calibration_ = cals
+        if not isinstance(det.threshold_, (int, float)) or math.isnan(det.threshold_):
+            raise ValueError(f"{path}: not loaded: threshold_ {det.threshold_!r} is not a number")
         det.offset_ = -det.threshold_
         det._featurizers = det._make_featurizers()
+        det.references_ = [
+            _reference(path, i, z[f"ref_F_{i}"], z[f"ref_gstart_{i}"], f, Reference)
+            for i, f in enumerate(det._featurizers)
+        ]
+        if len(det.references_) != meta["n_members"]:
+            raise ValueError(
+                f"{path}: not loaded: {meta['n_members']} members in the file, detector "
+                f"{det.detector_!r} has {len(det.references_)}"
+            )
         from ._engine import StatsFeaturizer
 
         for i, f in enumerate(det._featurizers):
@@ -166,3 +177,57 @@ def _load(path, cls):
                 f.loc, f.scale = loc.astype(np.float64), scale.astype(np.float64)
     det._budget = int(det.max_memory or 256 * 2**20)
     return det, meta["extra"]
+
+
+def _real_1d(a: np.ndarray) -> bool:
+    """A non-empty 1-D array of finite floats (the dtype save writes: float64)."""
+    return a.dtype.kind == "f" and a.ndim == 1 and len(a) > 0 and bool(np.isfinite(a).all())
+
+
+def _novelties(path, a: np.ndarray, what: str, signed: bool) -> np.ndarray:
+    """``a`` as step novelties: a non-empty finite 1-D float array (non-negative for one
+    member, whose novelties are distances; several members' are z-scores)."""
+    if not _real_1d(a) or (not signed and (a < 0).any()):
+        sign = "" if signed else ", non-negative"
+        raise ValueError(
+            f"{path}: not loaded: {what} must be a non-empty 1-D array of finite{sign} floats, "
+            f"got dtype {a.dtype}, shape {a.shape}"
+        )
+    return a.astype(np.float64)
+
+
+def _standardisation(path, mean: np.ndarray, scale: np.ndarray, d: int):
+    """The channel standardisation: ``d`` finite means and ``d`` finite positive scales."""
+    if not (
+        mean.shape == scale.shape == (d,)
+        and mean.dtype.kind == scale.dtype.kind == "f"
+        and np.isfinite(mean).all()
+        and np.isfinite(scale).all()
+        and (scale > 0).all()
+    ):
+        raise ValueError(
+            f"{path}: not loaded: the channel standardisation must be {d} finite means and "
+            f"{d} finite positive scales (floats), got shapes {mean.shape} and {scale.shape}"
+        )
+    return mean.astype(np.float64), scale.astype(np.float64)
+
+
+def _reference(path, i: int, F: np.ndarray, gstart: np.ndarray, featurizer, Reference):
+    """Member ``i``'s reference: at least one row of finite float features, as many columns
+    as its featurizer writes, one integer start per row."""
+    cols = featurizer.dim + int(bool(getattr(featurizer, "cid", False)))
+    if not (
+        F.ndim == 2
+        and F.shape[0] > 0
+        and F.shape[1] == cols
+        and F.dtype.kind == "f"
+        and np.isfinite(F).all()
+        and gstart.shape == (F.shape[0],)
+        and gstart.dtype.kind in "iu"
+    ):
+        raise ValueError(
+            f"{path}: not loaded: member {i}'s reference must be finite float features of "
+            f"{cols} columns with one integer start per row, got shapes {F.shape} "
+            f"({F.dtype}) and {gstart.shape} ({gstart.dtype})"
+        )
+    return Reference(F.astype(np.float64), gstart.astype(np.int64))
