@@ -120,6 +120,19 @@ def _load(path, cls):
         det.mean_, det.scale_ = _standardisation(path, z["mean"], z["scale"], det.n_channels_)
         scales = meta["member_scales_"]
         det.member_scales_ = None if scales is None else [tuple(v) for v in scales]
+        if scales is not None and not (
+            len(scales) == meta["n_members"]
+            and all(
+                len(v) == 2
+                and all(isinstance(a, (int, float)) and math.isfinite(a) for a in v)
+                and v[1] > 0
+                for v in det.member_scales_
+            )
+        ):
+            raise ValueError(
+                f"{path}: not loaded: member_scales_ must be one (finite median, positive "
+                f"scale) pair per member ({meta['n_members']}), got {scales!r}"
+            )
         det.calibration_scores_ = _novelties(path, z["calibration"], "the calibration scores",
                                              signed=len(scales or []) > 1)  # fmt: skip
         # files written before members had their own windows: every member at window_
