@@ -83,7 +83,13 @@ def _statistics_arrays(det) -> dict:
 
 def load_window_model(path, cls):
     """The detector saved at ``path`` and its ``extra`` dict; ValueError for another file, a
-    damaged one (a missing entry or parameter) or one with a compressed member."""
+    damaged one (a missing entry or parameter) or one with a compressed member, and for
+    arrays that :func:`save_window_model` cannot have written: the channel standardisation
+    not ``d`` finite means and positive scales, a member's reference not finite float
+    features of its featurizer's width with one integer start per row, the calibration
+    scores (or a causal member's calibration novelties) not a non-empty finite 1-D float
+    array (non-negative where they are novelties), ``member_scales_`` not one finite (median,
+    positive scale) pair per member, or ``threshold_`` NaN."""
     if not is_window_model(path):
         raise ValueError(f"{path} is not a window model (saved by WindowNoveltyDetector.save)")
     with zipfile.ZipFile(path) as z:  # np.savez stores: a compressed member could inflate
