@@ -218,3 +218,32 @@ def test_a_model_with_a_bad_fitted_scalar_is_refused(causal, tmp_path, key, valu
     bad = _tampered(path, tmp_path, "window_meta", _meta_edit(key, value))
     with pytest.raises(ValueError, match=problem):
         WindowNoveltyDetector.load(bad)
+
+
+# ---------------------------------------------------------------- integrator's follow-ups
+def test_set_params_after_fit_does_not_change_scores_until_the_next_fit():
+    """combine is fixed at fit with the calibration (combine_): set_params(combine="max") on
+    a fitted "mean" model had changed the scores but not the threshold (flag share 0.034 ->
+    0.339 at contamination 0.05)."""
+    from tests.test_windows import _ar1
+
+    normal, x = _ar1(2000, seed=31), _ar1(1500, seed=32)
+    det = WindowNoveltyDetector(window=20, contamination=0.05).fit(normal)
+    before = det.score_samples(x)
+    det.set_params(combine="max")
+    np.testing.assert_array_equal(det.score_samples(x), before)
+    assert det.combine_ == "mean"
+    det.fit(normal)
+    assert det.combine_ == "max" and not np.array_equal(det.score_samples(x), before)
+
+
+def test_a_stream_accepts_an_empty_chunk():
+    from tests.test_windows import _ar1
+
+    det = WindowNoveltyDetector(window=20).fit(_ar1(1500, seed=33))
+    x = _ar1(300, seed=34)
+    st = det.stream()
+    parts = [st.push(x[:100]), st.push(x[:0]), st.push(np.zeros((0, 1))), st.push(x[100:])]
+    assert parts[1].shape == parts[2].shape == (0,)
+    np.testing.assert_allclose(np.concatenate(parts + [st.finish()]), det.score_samples(x),
+                               rtol=0, atol=1e-12)  # fmt: skip

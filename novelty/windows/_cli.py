@@ -164,8 +164,8 @@ def _info(args) -> int:
     print(
         f"window model: {det.n_channels_} channel(s) ({', '.join(det.channel_names_)}), "
         f"window {det.window_}, stride {det.stride_}{members}, detector {det.detector_}, aggregate "
-        f"{det.aggregate_}, {det.n_normal_steps_} normal steps, {len(det.reference_)} reference "
-        f"windows, {det.calibration_scores_.size} calibration steps, contamination "
-        f"{det.contamination}, grid {extra.get('grid')}"
+        f"{det.aggregate_}, member scale {det.member_scale_}, {det.n_normal_steps_} normal "
+        f"steps, {len(det.reference_)} reference windows, {det.calibration_scores_.size} "
+        f"calibration steps, contamination {det.contamination}, grid {extra.get('grid')}"
     )
     return 0

@@ -213,7 +213,8 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
 
     Attributes
     ----------
-    window_, stride_, reference_stride_, detector_, aggregate_ : what was used.
+    window_, stride_, reference_stride_, detector_, aggregate_, combine_ : what was used
+        (fixed at fit: a parameter changed by ``set_params`` takes effect at the next fit).
     channel_names_ : list of str. mean_, scale_ : the channel standardisation.
     calibration_scores_ : held-out step novelties (module docstring). threshold_ : the
         novelty above which a step is flagged; ``offset_ = -threshold_``.
@@ -332,6 +333,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         self.stride_ = max(1, w // 8) if self.stride == "auto" else int(self.stride)
         self.detector_ = self.detector or DEFAULT_DETECTOR
         self.aggregate_ = self.aggregate or DEFAULT_AGGREGATE
+        self.combine_ = self.combine  # fixed with the calibration: set_params needs a refit
         # a member at m x window: at most what the data allows for the window itself
         cap = min(total // MEMBER_CAP_BLOCKS, max(len(r) for r in z) // 2)
         self.member_windows_ = [_member_window(m, w, cap) for m, _, _ in MEMBERS[self.detector_]]
@@ -484,7 +486,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         if self.member_scales_ is None:
             return np.asarray(novelties[0], dtype=np.float64)
         z = [(v - m) / q for v, (m, q) in zip(novelties, self.member_scales_)]
-        if self.combine == "max":
+        if self.combine_ == "max":
             return np.max(z, axis=0)
         return np.average(z, axis=0, weights=self._member_weights())
 
@@ -602,7 +604,7 @@ class WindowNoveltyDetector(OutlierMixin, BaseEstimator):
         if scales is not None and getattr(self, "member_calibration_", None) is not None:
             scales = CausalScales(self.member_calibration_, _tail_scale, self.max_window_,
                                   CAUSAL_EVERY, CAUSAL_HISTORY)  # fmt: skip
-        return Ensemble(streams, scales, self.combine, self._member_weights())
+        return Ensemble(streams, scales, self.combine_, self._member_weights())
 
     def _standardised(self, X) -> np.ndarray:
         recs, names = _read(X, self.missing, many=False, name="X")
@@ -767,6 +769,8 @@ class WindowStream:
         self.n_steps = 0
 
     def push(self, chunk) -> np.ndarray:
+        if hasattr(chunk, "__len__") and len(chunk) == 0:  # an empty batch: nothing new
+            return np.zeros(0)
         recs, _ = _read(chunk, self.det.missing, many=False, name="chunk")
         x = recs[0]
         if x.shape[1] != self.det.n_channels_:

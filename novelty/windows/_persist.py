@@ -42,6 +42,7 @@ def save_window_model(det, path, extra: dict | None = None) -> Path:
         "n_members": len(det.references_),
         "member_windows_": [int(w) for w in det._member_windows()],
         "member_scale_": getattr(det, "member_scale_", "iqr"),
+        "combine_": getattr(det, "combine_", det.combine),
         "extra": extra or {},
     }
     for k in _SCALARS:
@@ -145,6 +146,12 @@ def _load(path, cls):
         det.member_windows_ = meta.get("member_windows_", [det.window_] * meta["n_members"])
         # files written before the member scale was a choice: the IQR
         det.member_scale_ = meta.get("member_scale_", "iqr")
+        # files written before the fitted combination was kept: the parameter's
+        det.combine_ = meta.get("combine_", det.combine)
+        if det.combine_ not in ("mean", "max"):
+            raise ValueError(
+                f"{path}: not loaded: combine_ {det.combine_!r} is not 'mean' or 'max'"
+            )
         if det.member_scale_ not in ("iqr", "tail", "causal"):
             raise ValueError(
                 f"{path}: not loaded: member_scale_ {det.member_scale_!r} is not one the "
