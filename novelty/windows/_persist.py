@@ -188,19 +188,10 @@ def _load(path, cls):
 
         for i, f in enumerate(det._featurizers):
             if isinstance(f, StatsFeaturizer):
-                loc, scale = z[f"stats_loc_{i}"], z[f"stats_scale_{i}"]
-                if not (
-                    loc.shape == scale.shape == (f.dim,)
-                    and np.isfinite(loc).all()
-                    and np.isfinite(scale).all()
-                    and (scale > 0).all()
-                ):
-                    raise ValueError(
-                        f"{path}: not loaded: member {i}'s statistics standardisation must be "
-                        f"{f.dim} finite locations and positive scales, got shapes "
-                        f"{loc.shape} and {scale.shape}"
-                    )
-                f.loc, f.scale = loc.astype(np.float64), scale.astype(np.float64)
+                f.loc, f.scale = _standardisation(
+                    path, z[f"stats_loc_{i}"], z[f"stats_scale_{i}"], f.dim,
+                    f"member {i}'s statistics standardisation",
+                )  # fmt: skip
     det._budget = int(det.max_memory or 256 * 2**20)
     return det, meta["extra"]
 
@@ -222,8 +213,10 @@ def _novelties(path, a: np.ndarray, what: str, signed: bool) -> np.ndarray:
     return a.astype(np.float64)
 
 
-def _standardisation(path, mean: np.ndarray, scale: np.ndarray, d: int):
-    """The channel standardisation: ``d`` finite means and ``d`` finite positive scales."""
+def _standardisation(path, mean: np.ndarray, scale: np.ndarray, d: int,
+                     what: str = "the channel standardisation"):  # fmt: skip
+    """A standardisation (the channels', or a statistics member's): ``d`` finite locations
+    and ``d`` finite positive scales, floats."""
     if not (
         mean.shape == scale.shape == (d,)
         and mean.dtype.kind == scale.dtype.kind == "f"
@@ -232,8 +225,8 @@ def _standardisation(path, mean: np.ndarray, scale: np.ndarray, d: int):
         and (scale > 0).all()
     ):
         raise ValueError(
-            f"{path}: not loaded: the channel standardisation must be {d} finite means and "
-            f"{d} finite positive scales (floats), got shapes {mean.shape} and {scale.shape}"
+            f"{path}: not loaded: {what} must be {d} finite locations and {d} finite positive "
+            f"scales (floats), got shapes {mean.shape} and {scale.shape}"
         )
     return mean.astype(np.float64), scale.astype(np.float64)
 
