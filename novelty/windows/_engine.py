@@ -454,6 +454,7 @@ class CausalScales:
         self.past = [np.zeros(0) for _ in self.cal]
         self.past_start = 0  # step index of past[i][0]
         self.t = 0  # step index of the next novelty
+        self._block = (-1, None)  # the last block's (index, [(median, scale)] per member)
 
     @staticmethod
     def _summary(c: np.ndarray, history: int) -> np.ndarray:
@@ -461,6 +462,18 @@ class CausalScales:
             return c
         s = np.sort(c)
         return s[((np.arange(history) + 0.5) * len(c) / history).astype(np.int64)]
+
+    def _scales(self, b: int) -> list:
+        """Block ``b``'s (median, scale) per member, computed once a block (a stream pushed
+        step by step asks for the same block up to ``every`` times)."""
+        if self._block[0] != b:
+            cut = max(0, b * self.every - self.gap)
+            lo = max(0, cut - self.history)
+            self._block = (b, [
+                self.tail(np.concatenate([c, p[lo - self.past_start : cut - self.past_start]]))
+                for c, p in zip(self.cal, self.past)
+            ])  # fmt: skip
+        return self._block[1]
 
     def z(self, nov: np.ndarray) -> np.ndarray:
         """z (m, n) of the members' novelties (m, n) of the next n steps."""
@@ -470,12 +483,7 @@ class CausalScales:
         t0, t1 = self.t, self.t + n
         for b in range(t0 // self.every, -(-t1 // self.every) if n else t0 // self.every):
             a, e = max(t0, b * self.every), min(t1, (b + 1) * self.every)
-            cut = max(0, b * self.every - self.gap)
-            lo = max(0, cut - self.history)
-            for i in range(m):
-                h = np.concatenate([self.cal[i], self.past[i][lo - self.past_start : cut
-                                                              - self.past_start]])  # fmt: skip
-                med, q = self.tail(h)
+            for i, (med, q) in enumerate(self._scales(b)):
                 out[i, a - t0 : e - t0] = (nov[i, a - t0 : e - t0] - med) / q
         self.t = t1
         # keep what the next block can still need

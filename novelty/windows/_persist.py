@@ -161,15 +161,11 @@ def _load(path, cls):
         if det.member_scale_ == "causal" and det.member_scales_ is not None:
             cals = []
             for i in range(meta["n_members"]):
+                what = f"member {i}'s calibration novelties (needed by member_scale='causal')"
                 key = f"member_calibration_{i}"
-                c = z[key] if key in z.files else None
-                if c is None or not _real_1d(c) or (c < 0).any():
-                    raise ValueError(
-                        f"{path}: not loaded: member {i}'s calibration novelties (needed by "
-                        "member_scale='causal') are missing or not a non-empty 1-D array of "
-                        "finite, non-negative floats"
-                    )
-                cals.append(c.astype(np.float64))
+                if key not in z.files:
+                    raise ValueError(f"{path}: not loaded: {what} are missing")
+                cals.append(_novelties(path, z[key], what, signed=False))
             det.member_calibration_ = cals
         if not isinstance(det.threshold_, (int, float)) or math.isnan(det.threshold_):
             raise ValueError(f"{path}: not loaded: threshold_ {det.threshold_!r} is not a number")
