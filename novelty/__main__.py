@@ -177,8 +177,9 @@ def build_parser() -> Parser:
     fit.add_argument(
         "--contamination",
         type=float,
-        default=0.05,
-        help="share of new normal series that may be flagged (default 0.05)",
+        default=None,
+        help="share of new normal series that may be flagged (default 0.05); with --window, "
+        "the share of steps (default 0.01, as WindowNoveltyDetector's)",
     )
     fit.add_argument(
         "--normal-label",
@@ -332,6 +333,10 @@ def _read(args, channels=None, grid=None):
 
 
 def _fit(args) -> int:
+    from .detector._detector import KernelNoveltyDetector
+
+    if args.contamination is None:  # the series detector's default
+        args.contamination = KernelNoveltyDetector().contamination
     if not 0 < args.contamination <= 0.5:
         raise CLIError(f"--contamination must lie in (0, 0.5], got {args.contamination}")
     with Output(args.model, args.force, "model") as model:

@@ -52,6 +52,18 @@ def test_fit_score_info_one_row_per_step(tmp_path, capsys):
     assert "(members: windows 16, 30, 60, 120, 30; strides 2, 3, 7, 15, 3)" in info  # ladder
 
 
+def test_fit_window_without_contamination_takes_the_window_detectors_default(tmp_path):
+    """--contamination left out: 0.01 of the steps with --window (WindowNoveltyDetector's
+    default), not the series detector's 0.05 (which it had been: five times the flags)."""
+    normal = _recording(2000, 0)
+    normal.to_csv(tmp_path / "normal.csv", index=False)
+    model = tmp_path / "m.model"
+    assert main(["fit", str(tmp_path / "normal.csv"), "--window", "auto", "--model", str(model),
+                 "--quiet"]) == 0  # fmt: skip
+    got = WindowNoveltyDetector.load(model).contamination
+    assert got == WindowNoveltyDetector().contamination == 0.01
+
+
 def test_errors_are_one_line_with_status_2(tmp_path, capsys):
     normal = _recording(600, 0)
     normal.to_csv(tmp_path / "normal.csv", index=False)

@@ -81,6 +81,8 @@ def _fit(args) -> int:
     from ._detector import WindowNoveltyDetector
 
     window = _window(args.window)
+    if args.contamination is None:  # the window detector's default, not the series one's
+        args.contamination = WindowNoveltyDetector().contamination
     if not 0 < args.contamination <= 0.5:
         raise ValueError(f"--contamination must lie in (0, 0.5], got {args.contamination}")
     with Output(args.model, args.force, "model") as model:
