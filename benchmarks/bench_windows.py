@@ -1,16 +1,20 @@
 """Benchmark of novelty inside long recordings (issue 32): a thin command line over
 :mod:`experiments.window_bench`.
 
-    python benchmarks/bench_windows.py run --half tuning [--methods ours,sub-knn,...]
+    python benchmarks/bench_windows.py run --half tuning|confirmation|fresh [--methods ours,...]
     python benchmarks/bench_windows.py report --half tuning [--vus] [--cd docs/x.png]
     python benchmarks/bench_windows.py speed [--max-memory BYTES]
 
-``run`` fills the missing (stream, method) cells under ``--out`` (default
-results/window_bench/<half>; resumable: a finished cell is never recomputed); ``report``
-prints the summary (mean AP, VUS-PR, ROC-AUC, mean rank), the per-stream table and draws the
-critical-difference diagram. ``speed`` fits on a 100,000-step, 6-channel recording (six noisy
-sines of periods 60 to 95) and scores another one with the defaults, and prints the wall and
-CPU seconds of each and the peak RSS (the issue's speed target: fit + score <= 60 s on 2 cores).
+``--half`` is ``tuning``, ``confirmation`` or ``fresh`` (the third stream set of session 16,
+:mod:`experiments.window_bench._data`). ``run`` fills the missing (stream, method) cells under
+``--out`` (default results/window_bench/<half>; resumable: a finished cell is never
+recomputed) and then prints the report, except on the fresh set, where it prints only the
+cells' counts, errors and seconds (no accuracy: the fresh set is judged blind, by
+``report``); ``report`` prints the summary (mean AP, VUS-PR, ROC-AUC, mean rank), the
+per-stream table and draws the critical-difference diagram. ``speed`` fits on a 100,000-step,
+6-channel recording (six noisy sines of periods 60 to 95) and scores another one with the
+defaults, and prints the wall and CPU seconds of each and the peak RSS (the issue's speed
+target: fit + score <= 60 s on 2 cores).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments.window_bench._methods import CANDIDATES, PEERS  # noqa: E402
-from experiments.window_bench._run import report, run  # noqa: E402
+from experiments.window_bench._run import census, report, run  # noqa: E402
 
 
 def speed(max_memory=None) -> str:
@@ -60,7 +64,7 @@ def speed(max_memory=None) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("action", choices=["run", "report", "speed"])
-    p.add_argument("--half", choices=["tuning", "confirmation"])
+    p.add_argument("--half", choices=["tuning", "confirmation", "fresh"])
     p.add_argument("--max-memory", type=int, default=None, help="speed: max_memory (bytes)")
     p.add_argument(
         "--methods",
@@ -92,6 +96,9 @@ def main(argv=None) -> int:
             log=lambda s: print(s, flush=True),
             only=a.only.split(",") if a.only else None,
         )
+        if a.half == "fresh":  # blind: no accuracy until the report is asked for
+            print(census(a.half, which, out))
+            return 0
     print(report(a.half, which, out, cd=a.cd, vus=a.vus))
     return 0
 

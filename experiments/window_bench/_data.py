@@ -18,12 +18,34 @@ anomalous steps, ``window`` the window given to the peers.
   come from. Peers' window: the series length, clipped to [16, T_normal / 4].
 
 The sizes were capped for the compute at hand (2 shared cores): NAB files of at most 8,000 grid
-steps (the ten Twitter files and TravelTime_387 are left out), class streams of at most 4,000
-normal and 6,000 test steps.
+steps (the ten Twitter files and TravelTime_387 are left out of the two halves; they are in
+the fresh set below), class streams of at most 4,000 normal and 6,000 test steps.
 
 **Split** (fixed before any result was seen): a stream belongs to the tuning half when the
 first byte of ``sha256("window-bench-2026:" + name)`` is even, to the confirmation half
 otherwise.
+
+**The fresh set** (session 16; fixed before any result on it was seen): the confirmation half
+had been looked at three times, so it could no longer judge a new design honestly. The fresh
+set is a third group of 24 streams from data the benchmark had never used, built by the same
+rules as above, and :func:`half_of` gives them the half ``"fresh"`` (the 58 streams above keep
+their halves). The rule that chose it:
+
+- the UEA sets of ``../shared/data/uea`` with equal lengths not used above (``FRESH_UEA_SETS``:
+  Libras, StandWalkJump; JapaneseVowels has unequal lengths);
+- UCR sets of equal length without missing values that are not a relabelling of a set already
+  in the benchmark or of another fresh set (``FRESH_UCR_SETS``, eleven sets);
+- every NAB file with a labelled window that the size rule above leaves out (more than
+  ``MAX_NAB`` grid steps: the ten Twitter files and TravelTime_387), at full length, built as
+  the other NAB files (first 15 % normal, the whole file scored).
+
+All 24 build. Where a set has few test series of the normal class, the one inserted series
+makes more than 10 % of the steps anomalous: StandWalkJump (2 normal test series of 2,500
+steps, 1/3 anomalous) and ACSF1 (3 of 1,460 steps, 1/4). Fungi has one training series per
+class, so its normal stretch is a single series of 201 steps.
+
+:func:`stream_names` lists the 58 streams of the tuning and confirmation halves,
+:func:`fresh_stream_names` the fresh ones.
 """
 
 from __future__ import annotations
@@ -31,6 +53,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +70,11 @@ UCR_SETS = ("ECGFiveDays", "GunPointOldVersusYoung", "Plane", "Strawberry", "Swe
             "CricketX", "InsectEPGRegularTrain", "ShapeletSim", "ArrowHead", "BME",
             "SyntheticControl", "Fish", "ItalyPowerDemand", "MoteStrain", "FaceAll",
             "ProximalPhalanxTW")  # fmt: skip
+#: the fresh set's class streams (session 16), fixed before any result on them
+FRESH_UEA_SETS = ("Libras", "StandWalkJump")
+FRESH_UCR_SETS = ("ACSF1", "Adiac", "Beef", "BeetleFly", "Chinatown", "DiatomSizeReduction",
+                  "FiftyWords", "Fungi", "MiddlePhalanxOutlineCorrect", "SonyAIBORobotSurface2",
+                  "Worms")  # fmt: skip
 MAX_NORMAL = 4_000
 MAX_TEST = 6_000
 MAX_NAB = 8_000
@@ -67,23 +95,59 @@ class Stream:
 
 
 def half_of(name: str) -> str:
-    """ "tuning" or "confirmation" (module docstring)."""
+    """ "fresh" for a stream of the fresh set, otherwise "tuning" or "confirmation" by the hash
+    rule (module docstring)."""
+    if _is_fresh(name):
+        return "fresh"
     h = hashlib.sha256(f"window-bench-2026:{name}".encode()).digest()
     return "tuning" if h[0] % 2 == 0 else "confirmation"
 
 
+def _is_fresh(name: str) -> bool:
+    kind, _, rest = name.partition("/")
+    if kind == "uea":
+        return rest in FRESH_UEA_SETS
+    if kind == "ucr":
+        return rest in FRESH_UCR_SETS
+    if kind == "nab" and NAB.exists():
+        return bool(_nab_windows().get(f"{rest}.csv")) and _nab_steps(f"{rest}.csv") > MAX_NAB
+    return False
+
+
+@cache
+def _nab_windows() -> dict:
+    return json.loads((NAB / "combined_windows.json").read_text())
+
+
 def stream_names() -> list[str]:
+    """The 58 streams of the tuning and confirmation halves (those whose data are present)."""
     names = []
     if NAB.exists():
-        windows = json.loads((NAB / "combined_windows.json").read_text())
         names += [
-            f"nab/{k[:-4]}" for k, v in sorted(windows.items()) if v and _nab_steps(k) <= MAX_NAB
+            f"nab/{k[:-4]}"
+            for k, v in sorted(_nab_windows().items())
+            if v and _nab_steps(k) <= MAX_NAB
         ]
     names += [f"uea/{s}" for s in UEA_SETS if (UEA / s).exists()]
     names += [f"ucr/{s}" for s in UCR_SETS if (UCR / s).exists()]
     return names
 
 
+def fresh_stream_names() -> list[str]:
+    """The streams of the fresh set (session 16; module docstring) whose data are present."""
+    names = []
+    if NAB.exists():
+        names += [
+            f"nab/{k[:-4]}"
+            for k, v in sorted(_nab_windows().items())
+            if v and _nab_steps(k) > MAX_NAB
+        ]
+    names += [f"uea/{s}" for s in FRESH_UEA_SETS if (UEA / s).exists()]
+    names += [f"ucr/{s}" for s in FRESH_UCR_SETS if (UCR / s).exists()]
+    return names
+
+
+@cache
 def _nab_steps(rel_csv: str) -> int:
     """Steps of a NAB file on its median-step grid (without reading the values)."""
     import pandas as pd

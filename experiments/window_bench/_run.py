@@ -1,4 +1,4 @@
-"""Run and report the window benchmark, resumably.
+"""Run and report the window benchmark (the tuning, confirmation and fresh halves), resumably.
 
 Each (stream, method) cell writes ``<out>/<stream>/<method>.npz`` (the step novelty scores as
 float32, the seconds, or the error) once it is done, so a run that stops resumes where it was.
@@ -20,8 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ._data import half_of, load_stream, stream_names
+from ._data import fresh_stream_names, half_of, load_stream, stream_names
 from ._methods import _applies, methods
+
+
+def _names(half: str) -> list[str]:
+    """The streams of ``half``: "tuning", "confirmation" or "fresh" (``_data``'s docstring)."""
+    if half == "fresh":
+        return fresh_stream_names()
+    if half not in ("tuning", "confirmation"):
+        raise ValueError(f"half must be 'tuning', 'confirmation' or 'fresh', got {half!r}")
+    return [n for n in stream_names() if half_of(n) == half]
 
 
 def _safe(name: str) -> str:
@@ -31,7 +40,7 @@ def _safe(name: str) -> str:
 def run(half: str, which: list[str], out: Path, log=print, only: list[str] | None = None):
     """Fill the missing cells of ``half`` for the methods ``which``."""
     table = methods()
-    names = [n for n in stream_names() if half_of(n) == half]
+    names = _names(half)
     if only:
         names = [n for n in names if any(o in n for o in only)]
     for name in names:
@@ -68,7 +77,7 @@ def cells(half: str, which: list[str], out: Path, vus: bool = False) -> dict:
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     res = {}
-    for name in [n for n in stream_names() if half_of(n) == half]:
+    for name in _names(half):
         for m in which:
             f = out / _safe(name) / f"{m}.npz"
             if not f.exists():
@@ -96,6 +105,42 @@ def cells(half: str, which: list[str], out: Path, vus: bool = False) -> dict:
     return res
 
 
+def census(half: str, which: list[str], out: Path) -> str:
+    """Per method: finished, skipped, failed and missing cells, the cells whose scores are not
+    all finite or are constant, and the median and largest seconds; no accuracy (the fresh set
+    is judged blind)."""
+    names = _names(half)
+    lines = [f"## {half}: {len(names)} streams (cells, no accuracy)", "",
+             "| method | done | skipped | failed | missing | non-finite | constant | median s |"
+             " max s |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    errors = []
+    for m in which:
+        done = skipped = failed = missing = bad = flat = 0
+        secs = []
+        for n in names:
+            f = out / _safe(n) / f"{m}.npz"
+            if not f.exists():
+                missing += 1
+                continue
+            z = np.load(f)
+            if "scores" in z:
+                done += 1
+                sc = z["scores"]
+                bad += int(not np.all(np.isfinite(sc)))
+                flat += int(np.ptp(sc) == 0)
+                secs.append(float(z["seconds"]))
+            elif "skipped" in z:
+                skipped += 1
+            else:
+                failed += 1
+                errors.append(f"{n} {m}: {z['error']}")
+        med = f"{np.median(secs):.1f}" if secs else "-"
+        top = f"{max(secs):.1f}" if secs else "-"
+        lines.append(f"| {m} | {done} | {skipped} | {failed} | {missing} | {bad} | {flat} | "
+                     f"{med} | {top} |")  # fmt: skip
+    return "\n".join(lines + ([""] + errors if errors else []))
+
+
 def _ranks(M: np.ndarray) -> np.ndarray:
     from scipy.stats import rankdata
 
@@ -104,7 +149,7 @@ def _ranks(M: np.ndarray) -> np.ndarray:
 
 def report(half: str, which: list[str], out: Path, cd: Path | None = None, vus=False) -> str:
     res = cells(half, which, out, vus=vus)
-    names = [n for n in stream_names() if half_of(n) == half]
+    names = _names(half)
     ok = lambda n, m: "ap" in res.get((n, m), {})  # noqa: E731
     everywhere = [m for m in which if all(ok(n, m) for n in names)]
     lines = [f"## {half} half: {len(names)} streams", ""]
