@@ -40,6 +40,9 @@ from ._explore import RANK_PEERS
 OUT = Path("results/window_bench/h16")
 CANDIDATES = {"default": {}, "exact": {"n_segments": 10**9}, "seg128": {"n_segments": 128}}
 RULE = (0.015,)
+#: where the benchmark's peer cells are, per half
+PEER_CELLS = {h: Path("results/window_bench") / h for h in ("confirmation", "fresh")}
+PEER_CELLS["tuning"] = Path("results/window_bench/h7/tuning")
 
 
 def _cell(name: str, cand: str, folder: str) -> dict:
@@ -69,7 +72,7 @@ def _peers(name: str, half: str) -> list:
 
     row = []
     for p in RANK_PEERS:
-        z = np.load(Path("results/window_bench") / half / name.replace("/", "__") / f"{p}.npz")
+        z = np.load(PEER_CELLS[half] / name.replace("/", "__") / f"{p}.npz")
         row.append(ap(z["labels"], z["scores"]))
     return row
 
