@@ -25,6 +25,20 @@ passing candidate with the higher mean AP goes to the **fresh set** (24 streams 
 :mod:`._data`), run once; it becomes the default only if there its mean AP >= the default's
 and its mean rank among itself and the seven peers of ``RANK_PEERS`` is not worse than the
 default's, and fit + score of the 100,000-step, 6-channel recording stays <= 60 s here.
+
+**Result on the development set: no candidate passes** (``docs/windows.md``, "Eighth round").
+
+**The fresh set's one second look** (written after the development result above and before
+any result of the fresh set was seen): besides the standing figure of the shipped default, the
+fresh set judges the only candidate of eight rounds that passed its development rule, the
+seventh round's ``"ladder+stats"`` with ``member_scale="causal"`` (benchmark method
+``ours:ladder+stats-causal``; on the confirmation half 0.460 against the default's 0.448, mean
+rank 3.35 against 3.22, so not adopted then). It becomes the default only if (a) on the fresh
+set its mean AP >= the default's and its mean rank among itself and the seven peers of
+``RANK_PEERS`` <= the default's, and (b) over the confirmation half and the fresh set together
+(47 streams unseen when it was chosen) the same two conditions hold.
+
+    python -m experiments.window_bench._eighth fresh
 """
 
 from __future__ import annotations
