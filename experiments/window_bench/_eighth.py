@@ -129,8 +129,48 @@ def main(which: str) -> None:
         ok = [c for c in CANDIDATES if c != "default" and res[c][0] >= base + RULE[0]
               and res[c][2] >= res[c][3]]  # fmt: skip
         print("passing:", ok or "none", "->", max(ok, key=lambda c: res[c][0]) if ok else "-")
+    elif which == "fresh":
+        second_look()
     else:
-        raise SystemExit("fresh: run by name only after dev passed (see the module docstring)")
+        raise SystemExit(f"unknown action {which!r}: dev or fresh")
+
+
+SECOND = "ours:ladder+stats-causal"
+#: where each half's cells of the default ("ours") and of the second look are
+CELLS = {
+    "confirmation": (Path("results/window_bench/confirmation"),
+                     Path("results/window_bench/h15/confirmation")),
+    "fresh": (Path("results/window_bench/fresh"), Path("results/window_bench/fresh")),
+}  # fmt: skip
+
+
+def second_look(log=print) -> bool:
+    """The fresh set's verdict on :data:`SECOND` (module docstring); True when adopted."""
+    from scipy.stats import rankdata
+    from sklearn.metrics import average_precision_score as ap
+
+    from ._data import half_of, stream_names
+
+    verdict = True
+    rows = {}
+    for half in ("fresh", "confirmation"):
+        own, second = CELLS[half]
+        for n in [n for n in stream_names() if half_of(n) == half]:
+            f = n.replace("/", "__")
+            a = [np.load(own / f / "ours.npz"), np.load(second / f / f"{SECOND}.npz")]
+            a += [np.load(PEER_CELLS[half] / f / f"{p}.npz") for p in RANK_PEERS]
+            rows[n] = (half, [ap(z["labels"], z["scores"]) for z in a])
+    for which, keep in (("fresh", ("fresh",)), ("confirmation + fresh", ("fresh", "confirmation"))):
+        A = np.array([r for h, r in rows.values() if h in keep])
+        R_def = np.vstack([rankdata(-np.r_[r[0], r[2:]])[0] for r in A]).mean()
+        R_sec = np.vstack([rankdata(-np.r_[r[1], r[2:]])[0] for r in A]).mean()
+        ok = A[:, 1].mean() >= A[:, 0].mean() and R_sec <= R_def
+        verdict &= ok
+        log(f"{which} ({len(A)} streams): default AP {A[:, 0].mean():.3f} rank {R_def:.2f}; "
+            f"{SECOND} AP {A[:, 1].mean():.3f} rank {R_sec:.2f}; Sub-kNN AP "
+            f"{A[:, 2].mean():.3f}; conditions {'hold' if ok else 'FAIL'}")  # fmt: skip
+    log(f"verdict: {'adopt' if verdict else 'keep the default'}")
+    return verdict
 
 
 if __name__ == "__main__":
