@@ -137,10 +137,13 @@ def main(which: str) -> None:
 
 SECOND = "ours:ladder+stats-causal"
 #: where each half's cells of the default ("ours") and of the second look are
+#: (the confirmation folder's ``ours.npz`` is the first round's default: the shipped default's
+#: cells there are this round's development cells)
 CELLS = {
-    "confirmation": (Path("results/window_bench/confirmation"),
-                     Path("results/window_bench/h15/confirmation")),
-    "fresh": (Path("results/window_bench/fresh"), Path("results/window_bench/fresh")),
+    "confirmation": (lambda f: OUT / "dev" / f"{f}__default.npz",
+                     lambda f: Path("results/window_bench/h15/confirmation") / f / f"{SECOND}.npz"),
+    "fresh": (lambda f: Path("results/window_bench/fresh") / f / "ours.npz",
+              lambda f: Path("results/window_bench/fresh") / f / f"{SECOND}.npz"),
 }  # fmt: skip
 
 
@@ -157,7 +160,7 @@ def second_look(log=print) -> bool:
         own, second = CELLS[half]
         for n in [n for n in stream_names() if half_of(n) == half]:
             f = n.replace("/", "__")
-            a = [np.load(own / f / "ours.npz"), np.load(second / f / f"{SECOND}.npz")]
+            a = [np.load(own(f)), np.load(second(f))]
             a += [np.load(PEER_CELLS[half] / f / f"{p}.npz") for p in RANK_PEERS]
             rows[n] = (half, [ap(z["labels"], z["scores"]) for z in a])
     for which, keep in (("fresh", ("fresh",)), ("confirmation + fresh", ("fresh", "confirmation"))):
