@@ -152,13 +152,13 @@ def second_look(log=print) -> bool:
     from scipy.stats import rankdata
     from sklearn.metrics import average_precision_score as ap
 
-    from ._data import half_of, stream_names
+    from ._data import fresh_stream_names, half_of, stream_names
 
     verdict = True
     rows = {}
     for half in ("fresh", "confirmation"):
         own, second = CELLS[half]
-        for n in [n for n in stream_names() if half_of(n) == half]:
+        for n in [n for n in stream_names() + fresh_stream_names() if half_of(n) == half]:
             f = n.replace("/", "__")
             a = [np.load(own(f)), np.load(second(f))]
             a += [np.load(PEER_CELLS[half] / f / f"{p}.npz") for p in RANK_PEERS]
