@@ -4,6 +4,7 @@ read: every shared stream is development now, and nothing here chose the default
     python -m experiments.window_bench._offline16 roughness  # where full resolution gains
     python -m experiments.window_bench._offline16 ranks      # rank averages of the methods
     python -m experiments.window_bench._offline16 members    # relative, local-mean distances
+    python -m experiments.window_bench._offline16 flags      # flag shares on real streams
 
 - ``roughness``: per development stream, the lag-1 autocorrelation of the normal data's first
   differences (per channel, averaged; white noise gives -0.5) beside the eighth round's
@@ -16,7 +17,15 @@ read: every shared stream is development now, and nothing here chose the default
   stride (nearest normal window starting at least w away), raw, floored at median(r), and
   ``d / (r + median(r))``; the distance to the mean of the ``k`` nearest normal windows from
   distinct places (starts at least w apart, chosen greedily by distance) and the mean
-  distance to those ``k``; k = 3, 5, 10. Results in ``docs/windows.md``.
+  distance to those ``k``; k = 3, 5, 10.
+- ``flags``: the shipped default at ``contamination`` 0.01 and 0.05, fitted on each stream's
+  normal stretch: the share of the test stream's normal steps it flags (what ``contamination``
+  bounds for a stationary normal process) and the share of anomalous steps it flags, per kind
+  of stream (NAB files, class streams), all 82 streams; ``flags member_scale=causal`` (or any
+  other ``WindowNoveltyDetector`` parameter given as ``name=value``, strings only) for another
+  setting.
+
+Results in ``docs/windows.md``.
 """
 
 from __future__ import annotations
@@ -174,7 +183,50 @@ def members(log=print) -> None:
             f"{(a < base).sum()}")  # fmt: skip
 
 
+def flags(log=print, **params) -> None:
+    import warnings
+
+    from novelty import WindowNoveltyDetector
+
+    from ._data import load_stream
+
+    res = []
+    for n, _ in _all_names():
+        s = load_stream(n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            det = WindowNoveltyDetector(**params).fit(s.normal)
+        p = det.p_values(s.test)
+        y = s.labels.astype(bool)
+        # normal steps farther than the longest member window from every anomalous step
+        g = int(max(det.member_windows_))
+        near = np.convolve(y.astype(float), np.ones(2 * g + 1), mode="same") > 0
+        far = ~near
+        row = [n.split("/")[0] == "nab"]
+        for c in (0.01, 0.05):
+            row += [(p[~y] <= c).mean(), (p[far] <= c).mean() if far.any() else np.nan,
+                    (p[y] <= c).mean()]  # fmt: skip
+        res.append(row)
+        log(
+            f"{n}: at 0.01 / 0.05 flagged: normal steps {row[1]:.3f} / {row[4]:.3f}, far "
+            f"normal steps {row[2]:.3f} / {row[5]:.3f}, anomalous {row[3]:.3f} / {row[6]:.3f}"
+        )
+    A = np.array(res, dtype=float)
+    kinds = (("NAB", A[:, 0] == 1), ("class streams", A[:, 0] == 0), ("all", A[:, 0] >= 0))
+    for name, sel in kinds:
+        B = A[sel]
+        for j, c in ((1, 0.01), (4, 0.05)):
+            far = B[:, j + 1][np.isfinite(B[:, j + 1])]
+            log(
+                f"{name} ({len(B)}), contamination {c}: normal steps flagged mean "
+                f"{B[:, j].mean():.3f} median {np.median(B[:, j]):.3f}; far normal steps mean "
+                f"{far.mean():.3f} median {np.median(far):.3f}, streams above 2 x {c}: "
+                f"{(far > 2 * c).sum()} of {len(far)}; anomalous steps {B[:, j + 2].mean():.3f}"
+            )
+
+
 if __name__ == "__main__":
-    {"roughness": roughness, "ranks": ranks, "members": members}[sys.argv[1]](
-        log=lambda s: print(s, flush=True)
+    kw = dict(a.split("=", 1) for a in sys.argv[2:])  # flags: detector=..., member_scale=...
+    {"roughness": roughness, "ranks": ranks, "members": members, "flags": flags}[sys.argv[1]](
+        log=lambda s: print(s, flush=True), **kw
     )
