@@ -5,6 +5,7 @@ read: every shared stream is development now, and nothing here chose the default
     python -m experiments.window_bench._offline16 ranks      # rank averages of the methods
     python -m experiments.window_bench._offline16 members    # relative, local-mean distances
     python -m experiments.window_bench._offline16 flags      # flag shares on real streams
+    python -m experiments.window_bench._offline16 oracle     # the per-stream best of the methods
 
 - ``roughness``: per development stream, the lag-1 autocorrelation of the normal data's first
   differences (per channel, averaged; white noise gives -0.5) beside the eighth round's
@@ -24,6 +25,10 @@ read: every shared stream is development now, and nothing here chose the default
   of stream (NAB files, class streams), all 82 streams; ``flags member_scale=causal`` (or any
   other ``WindowNoveltyDetector`` parameter given as ``name=value``, strings only) for another
   setting.
+
+- ``oracle``: per stream, the AP of the better of ours and a peer (or of all four: ours,
+  Sub-kNN, aeon's LOF and KMeansAD), as if a selector knew the labels: what choosing a family
+  per stream could give at best.
 
 Results in ``docs/windows.md``.
 """
@@ -225,8 +230,30 @@ def flags(log=print, **params) -> None:
             )
 
 
+def oracle(log=print) -> None:
+    from sklearn.metrics import average_precision_score as ap
+
+    cols = ("ours", "sub-knn", "aeon-lof", "aeon-kmeans")
+    rows = []
+    for n, h in _all_names():
+        own = _default_cell(n, h)
+        r = [ap(own["labels"], own["scores"])]
+        for m in cols[1:]:
+            z = np.load(PEER_CELLS[h] / n.replace("/", "__") / f"{m}.npz")
+            r.append(ap(z["labels"], z["scores"]))
+        rows.append((h, r))
+    for grp in (("tuning", "confirmation", "fresh"), ("confirmation", "fresh")):
+        A = np.array([r for h, r in rows if h in grp])
+        means = ", ".join(f"{c} {v:.3f}" for c, v in zip(cols, A.mean(0)))
+        log(
+            f"{'+'.join(grp)} ({len(A)} streams): {means}; per-stream best of ours and "
+            f"sub-knn {A[:, :2].max(1).mean():.3f}, of ours and aeon-lof "
+            f"{A[:, [0, 2]].max(1).mean():.3f}, of all four {A.max(1).mean():.3f}"
+        )
+
+
 if __name__ == "__main__":
     kw = dict(a.split("=", 1) for a in sys.argv[2:])  # flags: detector=..., member_scale=...
-    {"roughness": roughness, "ranks": ranks, "members": members, "flags": flags}[sys.argv[1]](
-        log=lambda s: print(s, flush=True), **kw
-    )
+    {"roughness": roughness, "ranks": ranks, "members": members, "flags": flags, "oracle": oracle}[
+        sys.argv[1]
+    ](log=lambda s: print(s, flush=True), **kw)
