@@ -6,6 +6,7 @@ read: every shared stream is development now, and nothing here chose the default
     python -m experiments.window_bench._offline16 members    # relative, local-mean distances
     python -m experiments.window_bench._offline16 flags      # flag shares on real streams
     python -m experiments.window_bench._offline16 oracle     # the per-stream best of the methods
+    python -m experiments.window_bench._offline16 lof        # scikit-learn's LOF as one member
 
 - ``roughness``: per development stream, the lag-1 autocorrelation of the normal data's first
   differences (per channel, averaged; white noise gives -0.5) beside the eighth round's
@@ -29,6 +30,11 @@ read: every shared stream is development now, and nothing here chose the default
 - ``oracle``: per stream, the AP of the better of ours and a peer (or of all four: ours,
   Sub-kNN, aeon's LOF and KMeansAD), as if a selector knew the labels: what choosing a family
   per stream could give at best.
+
+- ``lof``: the same one member as ``members``, scored by scikit-learn's
+  ``LocalOutlierFactor(novelty=True)`` with k = 5, 10, 20 neighbours among the reference
+  windows (strides w/8) against the nearest-neighbour distance; the 58 development streams
+  (aeon's LOF, the best peer on the fresh set, uses raw windows at stride 1 and k = 20).
 
 Results in ``docs/windows.md``.
 """
@@ -252,8 +258,47 @@ def oracle(log=print) -> None:
         )
 
 
+def lof(log=print) -> None:
+    from sklearn.metrics import average_precision_score as ap
+    from sklearn.neighbors import LocalOutlierFactor, NearestNeighbors
+
+    from novelty.windows._engine import Featurizer, aggregate_steps
+
+    from ._data import load_stream
+    from ._rounds import base_window
+
+    res = []
+    for n, h in _all_names():
+        if h == "fresh":
+            continue
+        s = load_stream(n)
+        mu, sd = s.normal.mean(0), s.normal.std(0)
+        sd = np.where(sd > 0, sd, 1)
+        N, X = (s.normal - mu) / sd, (s.test - mu) / sd
+        w = min(base_window(s.normal), len(N) // 4)
+        st = max(1, w // 8)
+        f = Featurizer(window=w, n_segments=32, znorm=False, d=N.shape[1])
+        rs = np.arange(0, len(N) - w + 1, st)
+        qs = np.unique(np.r_[np.arange(0, len(X) - w + 1, st), len(X) - w])
+        R, Q = f.features(N, rs), f.features(X, qs)
+        vals = [NearestNeighbors(n_neighbors=1).fit(R).kneighbors(Q)[0][:, 0]]
+        for k in (5, 10, 20):
+            m = LocalOutlierFactor(n_neighbors=min(k, len(R) - 1), novelty=True).fit(R)
+            vals.append(-m.score_samples(Q))
+        row = [ap(s.labels, aggregate_steps(qs, v[:, None], w, 0, len(X), "mean")[:, 0])
+               for v in vals]  # fmt: skip
+        res.append(row)
+        log(f"{n} {w} " + " ".join(f"{x:.3f}" for x in row))
+    A = np.array(res)
+    for j, name in enumerate(("nearest neighbour", "lof k=5", "lof k=10", "lof k=20")):
+        log(
+            f"{name}: mean AP {A[:, j].mean():.3f} over {len(A)}, W/L vs nearest neighbour "
+            f"{(A[:, j] > A[:, 0]).sum()}/{(A[:, j] < A[:, 0]).sum()}"
+        )
+
+
 if __name__ == "__main__":
     kw = dict(a.split("=", 1) for a in sys.argv[2:])  # flags: detector=..., member_scale=...
-    {"roughness": roughness, "ranks": ranks, "members": members, "flags": flags, "oracle": oracle}[
-        sys.argv[1]
-    ](log=lambda s: print(s, flush=True), **kw)
+    actions = {"roughness": roughness, "ranks": ranks, "members": members, "flags": flags,
+               "oracle": oracle, "lof": lof}  # fmt: skip
+    actions[sys.argv[1]](log=lambda s: print(s, flush=True), **kw)
