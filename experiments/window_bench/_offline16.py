@@ -120,7 +120,9 @@ def _sqd(A, B):
     return np.maximum((A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2 * A @ B.T, 0)
 
 
-def _member_scores(s, ks=(3, 5, 10)) -> tuple:
+def _one_member(s) -> tuple:
+    """The readings' one member of stream ``s``: reference features ``R`` at starts ``rs``,
+    test features ``Q`` at starts ``qs`` (module docstring, ``members``), and the window."""
     from novelty.windows._engine import Featurizer
 
     from ._rounds import base_window
@@ -133,7 +135,12 @@ def _member_scores(s, ks=(3, 5, 10)) -> tuple:
     f = Featurizer(window=w, n_segments=32, znorm=False, d=N.shape[1])
     rs = np.arange(0, len(N) - w + 1, st)
     qs = np.unique(np.r_[np.arange(0, len(X) - w + 1, st), len(X) - w])
-    R, Q = f.features(N, rs), f.features(X, qs)
+    return f.features(N, rs), rs, f.features(X, qs), qs, w
+
+
+def _member_scores(s, ks=(3, 5, 10)) -> tuple:
+    R, rs, Q, qs, w = _one_member(s)
+    st = max(1, w // 8)
     r = np.full(len(R), np.inf)  # the normal data's matrix profile at the reference stride
     for i in range(0, len(R), 2000):
         D = _sqd(R[i : i + 2000], R)
@@ -262,25 +269,17 @@ def lof(log=print) -> None:
     from sklearn.metrics import average_precision_score as ap
     from sklearn.neighbors import LocalOutlierFactor, NearestNeighbors
 
-    from novelty.windows._engine import Featurizer, aggregate_steps
+    from novelty.windows._engine import aggregate_steps
 
     from ._data import load_stream
-    from ._rounds import base_window
 
     res = []
     for n, h in _all_names():
         if h == "fresh":
             continue
         s = load_stream(n)
-        mu, sd = s.normal.mean(0), s.normal.std(0)
-        sd = np.where(sd > 0, sd, 1)
-        N, X = (s.normal - mu) / sd, (s.test - mu) / sd
-        w = min(base_window(s.normal), len(N) // 4)
-        st = max(1, w // 8)
-        f = Featurizer(window=w, n_segments=32, znorm=False, d=N.shape[1])
-        rs = np.arange(0, len(N) - w + 1, st)
-        qs = np.unique(np.r_[np.arange(0, len(X) - w + 1, st), len(X) - w])
-        R, Q = f.features(N, rs), f.features(X, qs)
+        R, _, Q, qs, w = _one_member(s)
+        X = s.test
         vals = [NearestNeighbors(n_neighbors=1).fit(R).kneighbors(Q)[0][:, 0]]
         for k in (5, 10, 20):
             m = LocalOutlierFactor(n_neighbors=min(k, len(R) - 1), novelty=True).fit(R)
